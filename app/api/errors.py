@@ -1,0 +1,43 @@
+"""Turns the errors of the use cases into HTTP answers that name the field and the rule."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, status
+from fastapi.responses import JSONResponse
+
+from app.services.errors import ConflictError, NotFoundError, UnavailableError
+from experiments.errors import DomainError
+
+
+def _location(request: Request, field: str) -> list[str | int]:
+    where = "body" if request.method in {"POST", "PUT", "PATCH"} else "query"
+    return [where, *(int(part) if part.isdigit() else part for part in field.split("."))]
+
+
+async def _domain_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, DomainError)
+    detail = [
+        {
+            "loc": _location(request, error.field),
+            "msg": error.rule,
+            "type": "domain_rule",
+        }
+    ]
+    return JSONResponse({"detail": detail}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+def _plain(code: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handler(_request: Request, error: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(error)}, status_code=code)
+
+    return handler
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the mapping: DomainError 422, NotFound 404, Conflict 409, Unavailable 503."""
+    app.add_exception_handler(DomainError, _domain_error)
+    app.add_exception_handler(NotFoundError, _plain(status.HTTP_404_NOT_FOUND))
+    app.add_exception_handler(ConflictError, _plain(status.HTTP_409_CONFLICT))
+    app.add_exception_handler(UnavailableError, _plain(status.HTTP_503_SERVICE_UNAVAILABLE))

@@ -1,0 +1,138 @@
+"""Experiments: create, read, start, cancel, record observations, analyse."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, status
+
+from app.api.deps import QueueDep, SessionDep, SettingsDep, TargetsDep
+from app.api.schemas import (
+    AnalysisOut,
+    ExperimentIn,
+    ExperimentOut,
+    ExperimentWithTrialsOut,
+    ObservationIn,
+    TrialOut,
+)
+from app.services import experiments
+from app.services.experiments import ExperimentDetail, NewExperiment
+
+router = APIRouter(prefix="/experiments", tags=["experiments"])
+
+
+def _out(detail: ExperimentDetail) -> ExperimentOut:
+    e = detail.experiment
+    return ExperimentOut(
+        id=e.id,
+        name=e.name,
+        status=e.status,
+        target=e.target,
+        factors=e.factors,
+        design=e.design,
+        design_notes=e.design_notes,
+        objective=e.objective,
+        created_at=e.created_at,
+        updated_at=e.updated_at,
+        progress=detail.progress,
+        best=detail.best,  # type: ignore[arg-type]
+    )
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_experiment(
+    body: ExperimentIn, session: SessionDep, targets: TargetsDep, settings: SettingsDep
+) -> ExperimentWithTrialsOut:
+    """Validate an experiment, plan its design and store it with its planned trials."""
+    new = NewExperiment(
+        name=body.name,
+        target=body.target,
+        factors=[f.model_dump() for f in body.factors],
+        objective=body.objective.model_dump(),
+        design=body.design.model_dump() if body.design is not None else None,
+    )
+    detail = await experiments.create(
+        session, new=new, targets=targets, max_design_runs=settings.max_design_runs
+    )
+    return ExperimentWithTrialsOut(
+        **_out(detail).model_dump(),
+        trials=[TrialOut.model_validate(t) for t in detail.trials],
+    )
+
+
+@router.get("")
+async def list_experiments(
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[ExperimentOut]:
+    """Experiments, newest first."""
+    details = await experiments.get_all(session, limit=limit, offset=offset)
+    return [_out(d) for d in details]
+
+
+@router.get("/{experiment_id}")
+async def get_experiment(experiment_id: int, session: SessionDep) -> ExperimentOut:
+    """One experiment with its progress and best result so far."""
+    return _out(await experiments.get(session, experiment_id=experiment_id))
+
+
+@router.get("/{experiment_id}/trials")
+async def list_trials(experiment_id: int, session: SessionDep) -> list[TrialOut]:
+    """The experiment's trials in run order."""
+    trials = await experiments.get_trials(session, experiment_id=experiment_id)
+    return [TrialOut.model_validate(t) for t in trials]
+
+
+@router.post("/{experiment_id}/start")
+async def start_experiment(
+    experiment_id: int, session: SessionDep, queue: QueueDep, targets: TargetsDep
+) -> ExperimentOut:
+    """Queue every pending trial, in run order, for the workers."""
+    detail = await experiments.start(
+        session, experiment_id=experiment_id, queue=queue, targets=targets
+    )
+    return _out(detail)
+
+
+@router.post("/{experiment_id}/cancel")
+async def cancel_experiment(experiment_id: int, session: SessionDep) -> ExperimentOut:
+    """Cancel every trial that has not started yet."""
+    return _out(await experiments.cancel(session, experiment_id=experiment_id))
+
+
+@router.post("/{experiment_id}/observations", status_code=status.HTTP_201_CREATED)
+async def record_observations(
+    experiment_id: int,
+    session: SessionDep,
+    targets: TargetsDep,
+    observations: Annotated[list[ObservationIn], Body(max_length=1000)],
+) -> list[TrialOut]:
+    """Record results measured elsewhere (manual targets only); all or none are stored."""
+    trials = await experiments.record_observations(
+        session,
+        experiment_id=experiment_id,
+        observations=[o.model_dump() for o in observations],
+        targets=targets,
+    )
+    return [TrialOut.model_validate(t) for t in trials]
+
+
+@router.get("/{experiment_id}/analysis")
+async def analyze_experiment(
+    experiment_id: int,
+    session: SessionDep,
+    targets: TargetsDep,
+    response: Annotated[str | None, Query(max_length=64)] = None,
+    model: Annotated[str, Query(max_length=20)] = "linear",
+) -> AnalysisOut:
+    """Fit a model of one response (the objective's by default) and report its optimum."""
+    report = await experiments.analyze(
+        session, experiment_id=experiment_id, response=response, model=model, targets=targets
+    )
+    return AnalysisOut(
+        response=report.response,
+        trials_used=report.trials_used,
+        trials_failed=report.trials_failed,
+        **report.result,
+    )

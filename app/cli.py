@@ -1,0 +1,52 @@
+"""The `galera-doe` command line: serve the API, run a worker, run the demo."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from rich.console import Console
+
+from app.client import ApiError
+from app.demo import QUICKSTART, DemoError, run_demo
+from app.processes import worker_command
+
+cli = typer.Typer(help="Design-of-experiments optimizer for Galera cluster benchmarks.")
+err = Console(stderr=True)
+
+
+@cli.command()
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+) -> None:
+    """Run the REST API (OpenAPI at /docs)."""
+    uvicorn.run("app.main:app", host=host, port=port)
+
+
+@cli.command()
+def worker(loglevel: Annotated[str, typer.Option()] = "INFO") -> None:
+    """Run one Celery worker that runs trials one at a time."""
+    argv = worker_command(loglevel)
+    os.execv(argv[0], argv)
+
+
+@cli.command()
+def demo(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)] = QUICKSTART,
+    timeout: Annotated[float, typer.Option(help="seconds to wait for the trials")] = 300.0,
+) -> None:
+    """Start the API and a worker, run an experiment end to end, print the optimum."""
+    try:
+        run_demo(file, timeout=timeout)
+    except (DemoError, ApiError) as error:
+        err.print(f"[red]error:[/] {error}")
+        raise typer.Exit(1) from None
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

@@ -1,0 +1,96 @@
+"""A small synchronous HTTP client of the galera-doe REST API (CLI, demo, notebooks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class ApiError(RuntimeError):
+    """The API answered with an error; the message is one readable line."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(f"HTTP {status_code}: {message}")
+        self.status_code = status_code
+
+
+class Client:
+    """Calls the REST API; every method returns the decoded JSON body."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, *, timeout: float = 30.0) -> None:
+        self._http = httpx.Client(base_url=base_url, timeout=timeout)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        if response.is_error:
+            raise ApiError(response.status_code, _message(response))
+        return response.json()
+
+    def health(self) -> dict[str, Any]:
+        """Database and broker reachability."""
+        return self._call("GET", "/health")  # type: ignore[no-any-return]
+
+    def create_experiment(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Submit an experiment; returns it with its planned trials."""
+        return self._call("POST", "/experiments", json=spec)  # type: ignore[no-any-return]
+
+    def experiment(self, experiment_id: int) -> dict[str, Any]:
+        """One experiment with its progress."""
+        return self._call("GET", f"/experiments/{experiment_id}")  # type: ignore[no-any-return]
+
+    def trials(self, experiment_id: int) -> list[dict[str, Any]]:
+        """The experiment's trials in run order."""
+        return self._call("GET", f"/experiments/{experiment_id}/trials")  # type: ignore[no-any-return]
+
+    def start(self, experiment_id: int) -> dict[str, Any]:
+        """Queue the pending trials."""
+        return self._call("POST", f"/experiments/{experiment_id}/start")  # type: ignore[no-any-return]
+
+    def cancel(self, experiment_id: int) -> dict[str, Any]:
+        """Cancel what has not run."""
+        return self._call("POST", f"/experiments/{experiment_id}/cancel")  # type: ignore[no-any-return]
+
+    def record_observations(
+        self, experiment_id: int, observations: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Record results measured elsewhere (manual targets)."""
+        path = f"/experiments/{experiment_id}/observations"
+        return self._call("POST", path, json=observations)  # type: ignore[no-any-return]
+
+    def analysis(
+        self, experiment_id: int, *, response: str | None = None, model: str = "linear"
+    ) -> dict[str, Any]:
+        """The fitted model and its optimum."""
+        params = {"model": model} | ({"response": response} if response else {})
+        path = f"/experiments/{experiment_id}/analysis"
+        return self._call("GET", path, params=params)  # type: ignore[no-any-return]
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        return response.text[:300] or response.reason_phrase
+    if isinstance(detail, list):
+        return "; ".join(_located(item) for item in detail)
+    return str(detail)
+
+
+def _located(item: object) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    where = ".".join(str(part) for part in item.get("loc", [])[1:])
+    return f"{where}: {item.get('msg')}" if where else str(item.get("msg"))

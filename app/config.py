@@ -1,0 +1,35 @@
+"""Service settings from environment variables (prefix GALERA_DOE_), each with a default."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_SQLITE_PATH = Path.home() / ".local" / "share" / "galera-doe" / "galera_doe.sqlite3"
+
+
+class Settings(BaseSettings):
+    """Configuration of the API, the worker and the CLI."""
+
+    model_config = SettingsConfigDict(env_prefix="GALERA_DOE_", extra="ignore")
+
+    database_url: str = Field(
+        default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
+        description="SQLAlchemy async URL: sqlite+aiosqlite:///path or mysql+asyncmy://user@host/db",
+    )
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    targets_file: Path | None = Field(
+        default=None, description="YAML file of the operator's targets; built-in defaults if unset"
+    )
+    max_design_runs: int = Field(default=2000, ge=1)
+    trial_lease_seconds: int = Field(default=3600, ge=10)
+    max_trial_attempts: int = Field(default=3, ge=1)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()

@@ -1,0 +1,93 @@
+"""SQLAlchemy models: experiments and their trials. The schema itself is made by migrations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from app.statuses import ExperimentStatus, TrialSource, TrialStatus
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (stored naive UTC, microseconds kept)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        if dialect.name == "mysql":
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
+        return dialect.type_descriptor(DateTime())
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+LongText = Text().with_variant(mysql.LONGTEXT(), "mysql")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of all models."""
+
+
+class Experiment(Base):
+    """An experiment: factor space, design request, objective and target, with its status."""
+
+    __tablename__ = "experiments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20), default=ExperimentStatus.PLANNED)
+    target: Mapped[str] = mapped_column(String(100))
+    factors: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    design: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    design_notes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    objective: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class Trial(Base):
+    """One run of the design, or one observation recorded from elsewhere."""
+
+    __tablename__ = "trials"
+    __table_args__ = (Index("ix_trials_experiment_run_order", "experiment_id", "run_order"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    run_order: Mapped[int] = mapped_column(Integer)
+    std_order: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    block: Mapped[int] = mapped_column(Integer, default=1)
+    replicate: Mapped[int] = mapped_column(Integer, default=1)
+    point_type: Mapped[str] = mapped_column(String(20))
+    rounded: Mapped[bool] = mapped_column(default=False)
+    source: Mapped[str] = mapped_column(String(20), default=TrialSource.DESIGN)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    coded: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
+    status: Mapped[str] = mapped_column(String(20), default=TrialStatus.PENDING, index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    queued_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    responses: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
+    raw_output: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    error: Mapped[str | None] = mapped_column(LongText, nullable=True)

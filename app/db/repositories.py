@@ -1,0 +1,110 @@
+"""Queries and atomic state changes on experiments and trials. No business rules here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Experiment, Trial, utcnow
+from app.statuses import TrialStatus
+
+
+async def get_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:
+    """One experiment by id, read afresh from the database."""
+    return await session.get(Experiment, experiment_id, populate_existing=True)
+
+
+async def list_experiments(
+    session: AsyncSession, *, limit: int, offset: int
+) -> Sequence[Experiment]:
+    """Experiments, newest first."""
+    query = select(Experiment).order_by(Experiment.id.desc()).limit(limit).offset(offset)
+    return (await session.scalars(query)).all()
+
+
+async def get_trial(session: AsyncSession, trial_id: int) -> Trial | None:
+    """One trial by id, read afresh from the database."""
+    return await session.get(Trial, trial_id, populate_existing=True)
+
+
+async def list_trials(
+    session: AsyncSession, experiment_id: int, *, status: str | None = None
+) -> Sequence[Trial]:
+    """An experiment's trials in run order, optionally of one status."""
+    query = select(Trial).where(Trial.experiment_id == experiment_id)
+    if status is not None:
+        query = query.where(Trial.status == status)
+    query = query.order_by(Trial.run_order, Trial.id).execution_options(populate_existing=True)
+    return (await session.scalars(query)).all()
+
+
+async def max_run_order(session: AsyncSession, experiment_id: int) -> int:
+    """The highest run order used so far in an experiment (0 when it has no trials)."""
+    query = select(func.max(Trial.run_order)).where(Trial.experiment_id == experiment_id)
+    return (await session.scalar(query)) or 0
+
+
+async def transition(
+    session: AsyncSession,
+    trial_id: int,
+    *,
+    from_statuses: Sequence[str],
+    to_status: str,
+    values: dict[str, Any] | None = None,
+) -> bool:
+    """Move a trial to `to_status` only if it is in one of `from_statuses`: one atomic UPDATE.
+
+    Returns whether this call made the change; a concurrent caller that lost the race gets False.
+    """
+    statement = (
+        update(Trial)
+        .where(Trial.id == trial_id, Trial.status.in_(list(from_statuses)))
+        .values(status=to_status, **(values or {}))
+        .execution_options(synchronize_session=False)
+    )
+    result = await session.execute(statement)
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+async def claim_trial(
+    session: AsyncSession, trial_id: int, *, worker: str, lease: timedelta
+) -> bool:
+    """queued -> running with a lease and one more attempt, atomically."""
+    now = utcnow()
+    return await transition(
+        session,
+        trial_id,
+        from_statuses=[TrialStatus.QUEUED],
+        to_status=TrialStatus.RUNNING,
+        values={
+            "attempts": Trial.attempts + 1,
+            "worker": worker,
+            "started_at": now,
+            "lease_expires_at": now + lease,
+            "finished_at": None,
+        },
+    )
+
+
+async def cancel_unstarted_trials(session: AsyncSession, experiment_id: int) -> int:
+    """pending/queued -> cancelled for one experiment; returns how many were cancelled."""
+    statement = (
+        update(Trial)
+        .where(
+            Trial.experiment_id == experiment_id,
+            Trial.status.in_([TrialStatus.PENDING, TrialStatus.QUEUED]),
+        )
+        .values(status=TrialStatus.CANCELLED, finished_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    result = await session.execute(statement)
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def finished_values(now: datetime | None = None) -> dict[str, Any]:
+    """Columns set on every trial that reaches a final status."""
+    return {"finished_at": now or utcnow(), "lease_expires_at": None}

@@ -1,0 +1,151 @@
+"""The main job: start the API and a worker, run an experiment end to end, print the optimum."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.client import ApiError, Client
+from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+
+CATALOG = Path(__file__).resolve().parents[1] / "experiments" / "catalog"
+QUICKSTART = CATALOG / "quickstart.yaml"
+FINAL_EXPERIMENT_STATUSES = {"completed", "cancelled"}
+
+
+class DemoError(RuntimeError):
+    """The demo could not finish; the message says where and why."""
+
+
+def run_demo(
+    spec_path: Path = QUICKSTART, *, timeout: float = 300.0, model: str = "linear"
+) -> None:
+    """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all."""
+    console = Console()
+    spec = yaml.safe_load(spec_path.read_text())
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="galera-doe-demo-") as logs:
+        children = [
+            ChildProcess("api", api_command("127.0.0.1", port), env=os.environ, log_dir=Path(logs)),
+            ChildProcess("worker", worker_command("WARNING"), env=os.environ, log_dir=Path(logs)),
+        ]
+        try:
+            with Client(f"http://127.0.0.1:{port}") as client:
+                _wait_for_api(client, children)
+                console.print(
+                    f"[bold]API[/] http://127.0.0.1:{port}/docs  "
+                    f"[bold]worker[/] pid {children[1].pid}"
+                )
+                experiment = client.create_experiment(spec)
+                console.print(
+                    f"Experiment {experiment['id']} '{experiment['name']}' on target "
+                    f"'{experiment['target']}': {len(experiment['trials'])} planned trials"
+                )
+                client.start(experiment["id"])
+                final = _follow(client, experiment["id"], children, console, timeout)
+                analysis = client.analysis(experiment["id"], model=model)
+            _print_results(console, final, analysis)
+        finally:
+            for child in reversed(children):
+                child.stop()
+
+
+def _wait_for_api(client: Client, children: list[ChildProcess]) -> None:
+    def up() -> bool:
+        _check_alive(children)
+        try:
+            return client.health()["status"] == "ok"
+        except (ApiError, httpx.TransportError):  # not listening yet, or not healthy yet
+            return False
+
+    if not wait_until(up, timeout=60):
+        raise DemoError(f"the API did not become healthy:\n{children[0].tail()}")
+
+
+def _check_alive(children: list[ChildProcess]) -> None:
+    for child in children:
+        if not child.alive():
+            raise DemoError(f"the {child.name} exited:\n{child.tail()}")
+
+
+def _follow(
+    client: Client,
+    experiment_id: int,
+    children: list[ChildProcess],
+    console: Console,
+    timeout: float,
+) -> dict[str, Any]:
+    columns = (
+        TextColumn("[bold]trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+    )
+    deadline = time.monotonic() + timeout
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("trials", total=None, detail="")
+        while True:
+            _check_alive(children)
+            experiment = client.experiment(experiment_id)
+            p = experiment["progress"]
+            best = experiment["best"]
+            objective = experiment["objective"]["response"]
+            detail = f"running {p['running']}  failed {p['failed']}"
+            if best is not None:
+                detail += f"  best {objective} {best['value']:.1f}"
+            done = p["succeeded"] + p["failed"] + p["cancelled"]
+            progress.update(task, total=p["total"], completed=done, detail=detail)
+            if experiment["status"] in FINAL_EXPERIMENT_STATUSES:
+                return experiment
+            if time.monotonic() > deadline:
+                raise DemoError(f"experiment {experiment_id} did not finish in {timeout:.0f} s")
+            time.sleep(0.3)
+
+
+def _print_results(console: Console, experiment: dict[str, Any], analysis: dict[str, Any]) -> None:
+    response = analysis["response"]
+    optimum = analysis["optimum"]
+    units = {f["name"]: f.get("unit") or "" for f in experiment["factors"]}
+    table = Table(title=f"Predicted optimum ({experiment['objective']['goal']} {response})")
+    table.add_column("factor")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    for name, value in optimum["config"].items():
+        table.add_row(name, _fmt(value), units.get(name, ""))
+    console.print(table)
+    ci, pi = optimum["confidence_interval"], optimum["prediction_interval"]
+    console.print(
+        f"predicted {response} {optimum['predicted']:.1f}  "
+        f"95% CI [{ci[0]:.1f}, {ci[1]:.1f}]  95% PI [{pi[0]:.1f}, {pi[1]:.1f}]"
+    )
+    if optimum.get("on_edge"):
+        console.print(
+            f"on the edge of the region: {', '.join(optimum['on_edge'])} "
+            "(consider widening the range)"
+        )
+    ranked = Table(title=f"Factors ranked by effect on {response} ({analysis['model']} model)")
+    ranked.add_column("factor")
+    ranked.add_column("effect low->high", justify="right")
+    ranked.add_column("p", justify="right")
+    for item in analysis["ranked_factors"]:
+        ranked.add_row(item["factor"], f"{item['effect']:+.1f}", f"{item['p_value']:.3g}")
+    console.print(ranked)
+    console.print(
+        f"R² {analysis['r_squared']:.3f}  adj. R² {analysis['adj_r_squared']:.3f}  "
+        f"RMSE {analysis['rmse']:.1f}  from {analysis['trials_used']} trials "
+        f"({analysis['trials_failed']} failed, left out)"
+    )
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,64 @@
+"""The ASGI application `app.main:app`: routers, error mapping, and the service handles."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, status
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from app.api.errors import install_error_handlers
+from app.api.routes import experiments, health, trials
+from app.config import Settings, get_settings
+from app.db.migrate import ensure_schema
+from app.db.session import Database
+from app.queue import TaskQueue
+from app.targets import load_targets
+
+log = logging.getLogger(__name__)
+
+
+async def _database_unavailable(_request: Request, error: Exception) -> JSONResponse:
+    log.warning("database error: %s", error)
+    return JSONResponse(
+        {"detail": "the database is unavailable; retry shortly"},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+    )
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; the database schema is migrated at start when the database is empty."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.settings = settings
+        app.state.targets = load_targets(settings.targets_file)
+        app.state.database = Database(settings.database_url)
+        app.state.queue = TaskQueue(settings.broker_url)
+        await ensure_schema(app.state.database)
+        try:
+            yield
+        finally:
+            await app.state.database.dispose()
+
+    app = FastAPI(
+        title="galera-doe",
+        summary="Design-of-experiments optimizer for Galera cluster benchmarks",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.add_exception_handler(OperationalError, _database_unavailable)
+    app.add_exception_handler(InterfaceError, _database_unavailable)
+    app.add_exception_handler(ConnectionError, _database_unavailable)
+    app.include_router(experiments.router)
+    app.include_router(trials.router)
+    app.include_router(health.router)
+    return app
+
+
+app = create_app()

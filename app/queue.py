@@ -1,0 +1,63 @@
+"""Sends trial ids to the workers through the broker, by task name (no worker code imported)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis
+from celery import Celery
+
+RUN_TRIAL_TASK = "galera_doe.run_trial"
+TRIALS_QUEUE = "trials"
+
+
+class BrokerUnavailableError(RuntimeError):
+    """The broker could not be reached; nothing was sent."""
+
+
+class TaskQueue:
+    """A publish-only handle on the Celery broker."""
+
+    def __init__(self, broker_url: str) -> None:
+        self.broker_url = broker_url
+        self._celery = Celery("galera_doe_api", broker=broker_url)
+        self._celery.conf.broker_connection_timeout = 3
+
+    def _send(self, trial_id: int) -> None:
+        try:
+            # A short, bounded retry: a request must not hang while the broker is down.
+            self._celery.send_task(
+                RUN_TRIAL_TASK,
+                args=[trial_id],
+                queue=TRIALS_QUEUE,
+                retry=True,
+                retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+            )
+        except Exception as error:  # kombu raises several unrelated types for "unreachable"
+            raise BrokerUnavailableError(
+                f"broker {self._redacted()} unreachable: {error}"
+            ) from error
+
+    async def enqueue_trial(self, trial_id: int) -> None:
+        """Send one `run_trial(trial_id)` message."""
+        await asyncio.to_thread(self._send, trial_id)
+
+    async def ping(self) -> None:
+        """Raise BrokerUnavailableError unless the broker answers."""
+        await asyncio.to_thread(self._ping)
+
+    def _ping(self) -> None:
+        try:
+            client = redis.Redis.from_url(
+                self.broker_url, socket_connect_timeout=2, socket_timeout=2
+            )
+            client.ping()
+            client.close()
+        except redis.RedisError as error:
+            raise BrokerUnavailableError(
+                f"broker {self._redacted()} unreachable: {error}"
+            ) from error
+
+    def _redacted(self) -> str:
+        scheme, _, rest = self.broker_url.partition("://")
+        return f"{scheme}://{rest.rpartition('@')[2]}"

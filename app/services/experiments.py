@@ -1,0 +1,396 @@
+"""Use cases on experiments: create (validate and plan), read, start, cancel, observe, analyse."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import repositories
+from app.db.models import Experiment, Trial, utcnow
+from app.queue import BrokerUnavailableError, TaskQueue
+from app.services.errors import ConflictError, NotFoundError, UnavailableError
+from app.statuses import ExperimentStatus, TrialSource, TrialStatus
+from app.targets import TargetSpec
+from experiments import analysis
+from experiments.designs import DesignRequest, design_size, plan
+from experiments.errors import DomainError
+from experiments.factors import NAME_PATTERN, FactorSpace
+
+GOALS = ("maximize", "minimize")
+MAX_OBSERVATIONS = 1000
+
+
+@dataclass(frozen=True)
+class NewExperiment:
+    """What a client submits to create an experiment."""
+
+    name: str
+    target: str
+    factors: list[dict[str, Any]]
+    objective: dict[str, Any]
+    design: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Best:
+    """The best succeeded trial so far for the objective."""
+
+    trial_id: int
+    value: float
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ExperimentDetail:
+    """An experiment with its progress (trial counts by status) and, if asked, its trials."""
+
+    experiment: Experiment
+    progress: dict[str, int]
+    best: Best | None
+    trials: Sequence[Trial] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AnalysisReport:
+    """A fitted model of one response, with what was left out of the fit."""
+
+    response: str
+    trials_used: int
+    trials_failed: int
+    result: dict[str, Any]
+
+
+async def create(
+    session: AsyncSession,
+    *,
+    new: NewExperiment,
+    targets: Mapping[str, TargetSpec],
+    max_design_runs: int,
+) -> ExperimentDetail:
+    """Validate the factor space, objective and target, plan the design and store it all."""
+    target = _target(targets, new.target)
+    space = FactorSpace.from_dicts(new.factors)
+    target.check_factors(space.names)
+    objective = _check_objective(new.objective, target)
+    experiment = Experiment(
+        name=new.name,
+        target=target.name,
+        factors=space.to_dicts(),
+        design=new.design,
+        design_notes=[],
+        objective=objective,
+        status=ExperimentStatus.PLANNED,
+    )
+    trials: list[Trial] = []
+    if new.design is not None:
+        request = DesignRequest.from_dict(new.design)
+        size = design_size(space, request)
+        if size > max_design_runs:
+            raise DomainError(
+                "design",
+                f"the design needs {size} runs, more than the limit of {max_design_runs} "
+                "(GALERA_DOE_MAX_DESIGN_RUNS)",
+            )
+        design = plan(space, request)
+        experiment.design_notes = list(design.notes)
+        trials = [
+            Trial(
+                run_order=point.run_order,
+                std_order=point.std_order,
+                block=point.block,
+                replicate=point.replicate,
+                point_type=point.point_type,
+                rounded=point.rounded,
+                source=TrialSource.DESIGN,
+                config=dict(point.config),
+                coded=dict(point.coded),
+                status=TrialStatus.PENDING,
+                attempts=0,
+            )
+            for point in design.points
+        ]
+    session.add(experiment)
+    await session.flush()
+    for trial in trials:
+        trial.experiment_id = experiment.id
+    session.add_all(trials)
+    await session.commit()
+    return await get(session, experiment_id=experiment.id, with_trials=True)
+
+
+async def get(
+    session: AsyncSession, *, experiment_id: int, with_trials: bool = False
+) -> ExperimentDetail:
+    """One experiment with its progress."""
+    experiment = await _experiment(session, experiment_id)
+    trials = await repositories.list_trials(session, experiment_id)
+    return ExperimentDetail(
+        experiment=experiment,
+        progress=_progress(trials),
+        best=_best(experiment, trials),
+        trials=trials if with_trials else [],
+    )
+
+
+async def get_all(session: AsyncSession, *, limit: int, offset: int) -> list[ExperimentDetail]:
+    """Experiments, newest first, with their progress."""
+    experiments = await repositories.list_experiments(session, limit=limit, offset=offset)
+    details = []
+    for experiment in experiments:
+        trials = await repositories.list_trials(session, experiment.id)
+        details.append(
+            ExperimentDetail(
+                experiment=experiment, progress=_progress(trials), best=_best(experiment, trials)
+            )
+        )
+    return details
+
+
+async def get_trials(session: AsyncSession, *, experiment_id: int) -> Sequence[Trial]:
+    """An experiment's trials in run order."""
+    await _experiment(session, experiment_id)
+    return await repositories.list_trials(session, experiment_id)
+
+
+async def get_trial(session: AsyncSession, *, trial_id: int) -> Trial:
+    """One trial."""
+    trial = await repositories.get_trial(session, trial_id)
+    if trial is None:
+        raise NotFoundError("trial", trial_id)
+    return trial
+
+
+async def start(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+) -> ExperimentDetail:
+    """Queue every pending trial in run order; each is committed as queued before it is sent."""
+    experiment = await _experiment(session, experiment_id)
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(f"experiment {experiment_id} was cancelled; it cannot be started")
+    target = _target(targets, experiment.target)
+    if not target.runnable:
+        raise ConflictError(
+            f"target '{target.name}' is {target.kind}: it runs nothing; "
+            f"record results with POST /experiments/{experiment_id}/observations"
+        )
+    pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    if pending:
+        experiment.status = ExperimentStatus.RUNNING
+        await session.commit()
+    for trial in pending:
+        queued = await repositories.transition(
+            session,
+            trial.id,
+            from_statuses=[TrialStatus.PENDING],
+            to_status=TrialStatus.QUEUED,
+            values={"queued_at": utcnow()},
+        )
+        await session.commit()
+        if not queued:
+            continue
+        try:
+            await queue.enqueue_trial(trial.id)
+        except BrokerUnavailableError as error:
+            # Put it back so a later start sends it again; the rest stay pending.
+            await repositories.transition(
+                session,
+                trial.id,
+                from_statuses=[TrialStatus.QUEUED],
+                to_status=TrialStatus.PENDING,
+                values={"queued_at": None},
+            )
+            await session.commit()
+            raise UnavailableError(str(error)) from error
+    return await get(session, experiment_id=experiment_id)
+
+
+async def cancel(session: AsyncSession, *, experiment_id: int) -> ExperimentDetail:
+    """Cancel every trial that has not started; running trials finish and are kept."""
+    experiment = await _experiment(session, experiment_id)
+    await repositories.cancel_unstarted_trials(session, experiment_id)
+    experiment.status = ExperimentStatus.CANCELLED
+    await session.commit()
+    return await get(session, experiment_id=experiment_id)
+
+
+async def record_observations(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    observations: Sequence[Mapping[str, Any]],
+    targets: Mapping[str, TargetSpec],
+) -> list[Trial]:
+    """Store results measured elsewhere (manual targets): all of them or, on any error, none.
+
+    An observation whose configuration matches a pending planned trial fills that trial;
+    any other becomes a new trial.
+    """
+    experiment = await _experiment(session, experiment_id)
+    target = _target(targets, experiment.target)
+    if target.runnable:
+        raise ConflictError(
+            f"target '{target.name}' is {target.kind}: its trials are run by the workers; "
+            "observations are recorded only for manual targets"
+        )
+    if not observations:
+        raise DomainError("observations", "must hold at least one observation")
+    if len(observations) > MAX_OBSERVATIONS:
+        raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
+    space = FactorSpace.from_dicts(experiment.factors)
+    checked = [
+        (_observed_config(space, item, i), _observed_responses(item, i))
+        for i, item in enumerate(observations)
+    ]
+    pending = list(
+        await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    )
+    next_order = await repositories.max_run_order(session, experiment_id)
+    now = utcnow()
+    recorded: list[Trial] = []
+    for config, responses in checked:
+        trial = next((t for t in pending if t.config == config), None)
+        if trial is None:
+            next_order += 1
+            trial = Trial(
+                experiment_id=experiment_id,
+                run_order=next_order,
+                point_type="observed",
+                source=TrialSource.OBSERVATION,
+                config=config,
+                coded=dict(zip(space.names, space.encode(config).tolist(), strict=True)),
+                attempts=0,
+            )
+            session.add(trial)
+        else:
+            pending.remove(trial)
+        trial.status = TrialStatus.SUCCEEDED
+        trial.responses = responses
+        trial.started_at = trial.finished_at = now
+        recorded.append(trial)
+    experiment.status = ExperimentStatus.RUNNING if pending else ExperimentStatus.COMPLETED
+    await session.commit()
+    return recorded
+
+
+async def analyze(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    response: str | None,
+    model: str,
+    targets: Mapping[str, TargetSpec],
+) -> AnalysisReport:
+    """Fit a model of one response on the succeeded trials and find its optimum."""
+    experiment = await _experiment(session, experiment_id)
+    name = response or experiment.objective["response"]
+    target = targets.get(experiment.target)
+    if target is not None:
+        target.check_response(name, "response")
+    trials = await repositories.list_trials(session, experiment_id)
+    used = [t for t in trials if t.status == TrialStatus.SUCCEEDED and _value(t, name) is not None]
+    failed = sum(t.status == TrialStatus.FAILED for t in trials)
+    if not used:
+        raise ConflictError(
+            f"no succeeded trial of experiment {experiment_id} reports '{name}' yet"
+        )
+    space = FactorSpace.from_dicts(experiment.factors)
+    try:
+        fitted = analysis.fit(
+            space,
+            [t.config for t in used],
+            [_value(t, name) for t in used],  # type: ignore[misc]
+            goal=experiment.objective["goal"],
+            model=model,
+        )
+    except DomainError as error:
+        if error.field == "model":
+            raise
+        raise ConflictError(f"{name}: {error.rule}") from error
+    return AnalysisReport(
+        response=name, trials_used=len(used), trials_failed=failed, result=fitted.as_dict()
+    )
+
+
+async def _experiment(session: AsyncSession, experiment_id: int) -> Experiment:
+    experiment = await repositories.get_experiment(session, experiment_id)
+    if experiment is None:
+        raise NotFoundError("experiment", experiment_id)
+    return experiment
+
+
+def _target(targets: Mapping[str, TargetSpec], name: str) -> TargetSpec:
+    if name not in targets:
+        raise DomainError("target", f"unknown target '{name}'; known: {', '.join(sorted(targets))}")
+    return targets[name]
+
+
+def _check_objective(objective: Mapping[str, Any], target: TargetSpec) -> dict[str, Any]:
+    response, goal = objective.get("response"), objective.get("goal", "maximize")
+    if not isinstance(response, str) or not NAME_PATTERN.match(response):
+        raise DomainError("objective.response", "must be a response name like 'tps'")
+    if goal not in GOALS:
+        raise DomainError("objective.goal", f"must be one of {', '.join(GOALS)}")
+    target.check_response(response, "objective.response")
+    return {"response": response, "goal": goal}
+
+
+def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    config = item.get("config")
+    if not isinstance(config, Mapping):
+        raise DomainError(f"observations.{i}.config", "must be an object of factor values")
+    try:
+        return space.check_config(config)
+    except DomainError as error:
+        raise DomainError(f"observations.{i}.config.{error.field}", error.rule) from None
+
+
+def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
+    responses = item.get("responses")
+    if not isinstance(responses, Mapping) or not responses:
+        raise DomainError(f"observations.{i}.responses", "must be a non-empty object")
+    checked: dict[str, float] = {}
+    for name, value in responses.items():
+        field_name = f"observations.{i}.responses.{name}"
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise DomainError(field_name, "a response name must match [A-Za-z_][A-Za-z0-9_]*")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DomainError(field_name, "must be a number")
+        if not math.isfinite(value):
+            raise DomainError(field_name, "must be finite")
+        checked[name] = float(value)
+    return checked
+
+
+def _value(trial: Trial, response: str) -> float | None:
+    value = (trial.responses or {}).get(response)
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _progress(trials: Sequence[Trial]) -> dict[str, int]:
+    counts = {status.value: 0 for status in TrialStatus}
+    for trial in trials:
+        counts[trial.status] += 1
+    counts["total"] = len(trials)
+    return counts
+
+
+def _best(experiment: Experiment, trials: Sequence[Trial]) -> Best | None:
+    response, goal = experiment.objective["response"], experiment.objective["goal"]
+    scored = [
+        (value, t)
+        for t in trials
+        if t.status == TrialStatus.SUCCEEDED and (value := _value(t, response)) is not None
+    ]
+    if not scored:
+        return None
+    pick = max if goal == "maximize" else min
+    value, trial = pick(scored, key=lambda pair: pair[0])
+    return Best(trial_id=trial.id, value=value, config=trial.config)

@@ -1,0 +1,93 @@
+"""Use cases of the worker: claim a queued trial, record what it measured or why it failed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import repositories
+from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, TrialStatus
+
+
+@dataclass(frozen=True)
+class ClaimedTrial:
+    """A trial this worker now holds the lease on."""
+
+    trial_id: int
+    experiment_id: int
+    target: str
+    config: dict[str, Any]
+    attempt: int
+
+
+async def claim(
+    session: AsyncSession, *, trial_id: int, worker: str, lease: timedelta
+) -> ClaimedTrial | None:
+    """Take a queued trial (atomically); None when it is not queued (a duplicate delivery)."""
+    claimed = await repositories.claim_trial(session, trial_id, worker=worker, lease=lease)
+    await session.commit()
+    if not claimed:
+        return None
+    trial = await repositories.get_trial(session, trial_id)
+    assert trial is not None
+    experiment = await repositories.get_experiment(session, trial.experiment_id)
+    assert experiment is not None
+    return ClaimedTrial(
+        trial_id=trial.id,
+        experiment_id=trial.experiment_id,
+        target=experiment.target,
+        config=dict(trial.config),
+        attempt=trial.attempts,
+    )
+
+
+async def record_success(
+    session: AsyncSession,
+    *,
+    claimed: ClaimedTrial,
+    responses: dict[str, float],
+    raw_output: str,
+) -> bool:
+    """running -> succeeded with the responses; False if the trial was taken from this worker."""
+    return await _finish(
+        session,
+        claimed,
+        TrialStatus.SUCCEEDED,
+        {"responses": responses, "raw_output": raw_output, "error": None},
+    )
+
+
+async def record_failure(
+    session: AsyncSession, *, claimed: ClaimedTrial, error: str, raw_output: str | None = None
+) -> bool:
+    """running -> failed with the error kept; the trial is left out of every fit."""
+    return await _finish(
+        session, claimed, TrialStatus.FAILED, {"error": error, "raw_output": raw_output}
+    )
+
+
+async def _finish(
+    session: AsyncSession, claimed: ClaimedTrial, status: TrialStatus, values: dict[str, Any]
+) -> bool:
+    done = await repositories.transition(
+        session,
+        claimed.trial_id,
+        from_statuses=[TrialStatus.RUNNING],
+        to_status=status,
+        values={**values, **repositories.finished_values()},
+    )
+    await _complete_experiment_if_done(session, claimed.experiment_id)
+    await session.commit()
+    return done
+
+
+async def _complete_experiment_if_done(session: AsyncSession, experiment_id: int) -> None:
+    experiment = await repositories.get_experiment(session, experiment_id)
+    if experiment is None or experiment.status != ExperimentStatus.RUNNING:
+        return
+    trials = await repositories.list_trials(session, experiment_id)
+    if all(trial.status in FINAL_TRIAL_STATUSES for trial in trials):
+        experiment.status = ExperimentStatus.COMPLETED

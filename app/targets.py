@@ -1,0 +1,139 @@
+"""The operator's targets: names, kinds and settings, read from the targets file.
+
+Targets are defined on the service side only (they can start processes and hold credentials),
+never through the API. This module also states what each kind of target accepts as factors and
+reports as responses, so the API can refuse an experiment its target cannot run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiments.errors import DomainError
+
+GALERA_RESPONSES: tuple[str, ...] = (
+    "tps",
+    "qps",
+    "latency_avg_ms",
+    "latency_p95_ms",
+    "errors_per_s",
+    "reconnects_per_s",
+    "cert_failures",
+    "bf_aborts",
+    "flow_control_paused",
+    "recv_queue_avg",
+    "abort_rate",
+)
+
+# None means "any name": a manual target records whatever was measured elsewhere.
+KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
+    "simulated": (
+        "nodes",
+        "clients",
+        "threads_per_client",
+        "wsrep_slave_threads",
+        "runtime_s",
+        "write_share",
+    ),
+    "manual": None,
+}
+KIND_RESPONSES: dict[str, tuple[str, ...] | None] = {
+    "simulated": GALERA_RESPONSES,
+    "manual": None,
+}
+RUNNABLE_KINDS = frozenset({"simulated"})
+
+DEFAULT_TARGETS: tuple[dict[str, Any], ...] = (
+    {"name": "simulated", "kind": "simulated", "settings": {"seed": 0, "noise": 0.03}},
+    {"name": "manual", "kind": "manual", "settings": {}},
+)
+
+
+class TargetsFileError(ValueError):
+    """The operator's targets file is malformed."""
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One target as the operator defined it."""
+
+    name: str
+    kind: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runnable(self) -> bool:
+        """Whether a worker runs trials on it (a manual target only records observations)."""
+        return self.kind in RUNNABLE_KINDS
+
+    @property
+    def factors(self) -> tuple[str, ...] | None:
+        """Factor names the target can set; None when it accepts any."""
+        return KIND_FACTORS[self.kind]
+
+    @property
+    def responses(self) -> tuple[str, ...] | None:
+        """Response names the target reports; None when any name is accepted."""
+        return KIND_RESPONSES[self.kind]
+
+    def check_factors(self, names: Iterable[str]) -> None:
+        """Raise naming the first factor this target cannot set."""
+        accepted = self.factors
+        if accepted is None:
+            return
+        for i, name in enumerate(names):
+            if name not in accepted:
+                raise DomainError(
+                    f"factors.{i}.name",
+                    f"target '{self.name}' ({self.kind}) cannot set '{name}'; "
+                    f"it accepts {', '.join(accepted)}",
+                )
+
+    def check_response(self, response: str, field_name: str) -> None:
+        """Raise unless the target reports `response`."""
+        accepted = self.responses
+        if accepted is not None and response not in accepted:
+            raise DomainError(
+                field_name,
+                f"target '{self.name}' does not report '{response}'; "
+                f"it reports {', '.join(accepted)}",
+            )
+
+
+def load_targets(path: Path | None) -> dict[str, TargetSpec]:
+    """Targets by name from the YAML file at `path`, or the built-in defaults."""
+    if path is None:
+        return _parse(DEFAULT_TARGETS)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise TargetsFileError(f"cannot read targets file {path}: {error}") from error
+    if not isinstance(document, Mapping) or not isinstance(document.get("targets"), list):
+        raise TargetsFileError(f"{path}: expected a mapping with a 'targets' list")
+    return _parse(document["targets"])
+
+
+def _parse(entries: Iterable[Any]) -> dict[str, TargetSpec]:
+    targets: dict[str, TargetSpec] = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise TargetsFileError(f"targets[{i}]: expected a mapping")
+        name, kind = entry.get("name"), entry.get("kind")
+        settings = entry.get("settings") or {}
+        if not isinstance(name, str) or not name:
+            raise TargetsFileError(f"targets[{i}].name: a non-empty string is required")
+        if kind not in KIND_FACTORS:
+            raise TargetsFileError(
+                f"targets[{i}].kind: must be one of {', '.join(sorted(KIND_FACTORS))}"
+            )
+        if not isinstance(settings, Mapping):
+            raise TargetsFileError(f"targets[{i}].settings: expected a mapping")
+        if name in targets:
+            raise TargetsFileError(f"targets[{i}].name: duplicate target '{name}'")
+        targets[name] = TargetSpec(name=name, kind=kind, settings=dict(settings))
+    return targets

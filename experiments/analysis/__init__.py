@@ -1,0 +1,450 @@
+"""First analysis: OLS on coded factors, factors ranked by effect, and the predicted optimum.
+
+Numeric factors enter the model coded (-1..+1 over their range, after their scale), so a
+coefficient is half the change from the low to the high end; categorical factors enter as
+treatment dummies against their first level.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import scipy.linalg
+import statsmodels.api as sm
+from statsmodels.regression.linear_model import RegressionResults
+
+from experiments.designs import factor_levels
+from experiments.errors import DomainError
+from experiments.factors import Config, Factor, FactorSpace, Value
+
+__all__ = [
+    "GOALS",
+    "MODELS",
+    "Analysis",
+    "FactorEffect",
+    "Optimum",
+    "Term",
+    "fit",
+]
+
+MODELS: tuple[str, ...] = ("linear", "interaction")
+GOALS: tuple[str, ...] = ("maximize", "minimize")
+CONFIDENCE = 0.95
+# The optimum is searched over every lattice point up to this many, else coordinate-wise.
+MAX_LATTICE = 200_000
+# Levels per continuous factor (and per integer factor when its every integer is too many).
+GRID_POINTS = 21
+# Lattice points predicted at once, to bound memory when the model has many terms.
+_CHUNK = 20_000
+
+# Scores lattice points given as rows of per-factor candidate indices; higher is better.
+_Score = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One model term, in coded units; None where a statistic is undefined."""
+
+    name: str
+    coefficient: float
+    std_error: float | None
+    t: float | None
+    p_value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class FactorEffect:
+    """Predicted change of the response from `low` to `high` of one factor, others at the centre.
+
+    For a numeric factor `low` and `high` are the ends of its range; for a categorical factor
+    they are the two levels whose predictions differ most (in level order). The p-value tests
+    every term that contains the factor at once; `direction` is "increases", "decreases" or
+    "none".
+    """
+
+    factor: str
+    effect: float
+    p_value: float | None
+    direction: str
+    low: Value
+    high: Value
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The best predicted configuration in the region, with 95 % intervals.
+
+    `search` is "lattice" when every candidate point was predicted, or "coordinate" when the
+    lattice was too large and the best of coordinate-wise searches (started from each observed
+    configuration) was taken, which is exact for a linear model only.
+    """
+
+    config: Config
+    predicted: float
+    ci_low: float | None
+    ci_high: float | None
+    pi_low: float | None
+    pi_high: float | None
+    on_edge: list[str]
+    search: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A fitted model: terms, fit statistics, factors ranked by effect size, and the optimum."""
+
+    model: str
+    goal: str
+    n_observations: int
+    terms: list[Term]
+    r_squared: float | None
+    adj_r_squared: float | None
+    rmse: float | None
+    residual_df: int
+    ranked_factors: list[FactorEffect]
+    optimum: Optimum
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """A readable text report: fit statistics, coefficient table, effects, optimum."""
+        width = max(len("term"), *(len(t.name) for t in self.terms))
+        lines = [
+            f"OLS on coded factors: {self.model} model, {self.n_observations} observations",
+            f"R-squared {_fmt(self.r_squared, '.4f')}   adj. R-squared "
+            f"{_fmt(self.adj_r_squared, '.4f')}   RMSE {_fmt(self.rmse, '.4g')}   "
+            f"residual df {self.residual_df}",
+            "",
+            f"{'term':<{width}} {'coef':>12} {'std err':>10} {'t':>8} {'P>|t|':>7} "
+            f"{'[0.025':>12} {'0.975]':>12}",
+        ]
+        lines += [
+            f"{t.name:<{width}} {t.coefficient:>12.4f} {_fmt(t.std_error, '>10.4f')} "
+            f"{_fmt(t.t, '>8.3f')} {_fmt(t.p_value, '>7.3f')} {_fmt(t.ci_low, '>12.4f')} "
+            f"{_fmt(t.ci_high, '>12.4f')}"
+            for t in self.terms
+        ]
+        lines += ["", "factors by effect size (others at the centre):"]
+        lines += [
+            f"  {e.factor}: {e.effect:+.4g} from {e.low} to {e.high} "
+            f"(p = {_fmt(e.p_value, '.3g')})"
+            for e in self.ranked_factors
+        ]
+        best = self.optimum
+        settings = ", ".join(f"{name}={value}" for name, value in best.config.items())
+        lines += [
+            "",
+            f"optimum ({self.goal}): {settings}",
+            f"  predicted {best.predicted:.4g}, 95% CI [{_fmt(best.ci_low, '.4g')}, "
+            f"{_fmt(best.ci_high, '.4g')}], 95% PI [{_fmt(best.pi_low, '.4g')}, "
+            f"{_fmt(best.pi_high, '.4g')}]",
+        ]
+        if best.on_edge:
+            lines.append(f"  at the edge of the region in: {', '.join(best.on_edge)}")
+        return "\n".join(lines)
+
+
+def fit(
+    space: FactorSpace,
+    configs: Sequence[Mapping[str, object]],
+    values: Sequence[float],
+    *,
+    goal: str = "maximize",
+    model: str = "linear",
+) -> Analysis:
+    """Fit `model` ("linear" or "interaction") to the observed configurations and values.
+
+    The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
+    honours integer and categorical levels.
+    """
+    if goal not in GOALS:
+        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    if model not in MODELS:
+        raise DomainError("model", f"must be one of {', '.join(MODELS)}")
+    if len(configs) != len(values):
+        raise DomainError(
+            "response", f"{len(values)} values were given for {len(configs)} configurations"
+        )
+    observed = [_checked_config(space, i, config) for i, config in enumerate(configs)]
+    y = np.array([_checked_value(i, value) for i, value in enumerate(values)])
+    terms = _Terms(space, model)
+    if len(y) < len(terms.names) + 1:
+        raise DomainError(
+            "response",
+            f"the {model} model has {len(terms.names)} parameters, so it needs at least "
+            f"{len(terms.names) + 1} observations; {len(y)} given",
+        )
+    x = terms.matrix(
+        np.hstack([_factor_block(f, [c[f.name] for c in observed]) for f in space.factors])
+    )
+    _check_estimable(x, terms.names)
+    results = sm.OLS(y, x).fit()
+    alpha = 1.0 - CONFIDENCE
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intervals = results.conf_int(alpha=alpha)
+        term_list = [
+            Term(
+                name=name,
+                coefficient=float(results.params[j]),
+                std_error=_num(results.bse[j]),
+                t=_num(results.tvalues[j]),
+                p_value=_num(results.pvalues[j]),
+                ci_low=_num(intervals[j, 0]),
+                ci_high=_num(intervals[j, 1]),
+            )
+            for j, name in enumerate(terms.names)
+        ]
+        effects = [_effect(space, terms, results, i) for i in range(len(space.factors))]
+        return Analysis(
+            model=model,
+            goal=goal,
+            n_observations=len(y),
+            terms=term_list,
+            r_squared=_num(results.rsquared),
+            adj_r_squared=_num(results.rsquared_adj),
+            rmse=_num(math.sqrt(results.mse_resid)),
+            residual_df=round(results.df_resid),
+            ranked_factors=sorted(effects, key=lambda e: -abs(e.effect)),
+            optimum=_optimum(space, terms, results, goal, observed),
+        )
+
+
+class _Terms:
+    """The columns of the model matrix, built from the main-effect columns.
+
+    Main-effect columns are one per numeric factor (coded) and one per non-reference level of a
+    categorical factor (dummy); the interaction model adds the product of every two main-effect
+    columns of different factors.
+    """
+
+    def __init__(self, space: FactorSpace, model: str) -> None:
+        mains: list[tuple[str, int]] = []
+        for i, factor in enumerate(space.factors):
+            if factor.is_numeric:
+                mains.append((factor.name, i))
+            else:
+                mains += [(f"{factor.name}[{level}]", i) for level in (factor.levels or ())[1:]]
+        self.pairs = [
+            (a, b)
+            for a, b in itertools.combinations(range(len(mains)), 2)
+            if model == "interaction" and mains[a][1] != mains[b][1]
+        ]
+        self.names = [
+            "Intercept",
+            *(name for name, _ in mains),
+            *(f"{mains[a][0]}:{mains[b][0]}" for a, b in self.pairs),
+        ]
+        self.factors = [
+            set(),
+            *({factor} for _, factor in mains),
+            *({mains[a][1], mains[b][1]} for a, b in self.pairs),
+        ]
+
+    def matrix(self, mains: np.ndarray) -> np.ndarray:
+        """Model matrix from main-effect columns (one row per point)."""
+        return np.column_stack(
+            [np.ones(len(mains)), mains, *(mains[:, a] * mains[:, b] for a, b in self.pairs)]
+        )
+
+
+def _width(factor: Factor) -> int:
+    """Number of main-effect columns of a factor."""
+    return 1 if factor.is_numeric else len(factor.levels or ()) - 1
+
+
+def _factor_block(factor: Factor, values: Sequence[Value]) -> np.ndarray:
+    """Main-effect columns of one factor for the given natural values."""
+    if factor.is_numeric:
+        rows = [[factor.encode(v)] for v in values]
+    else:
+        rows = [[float(v == level) for level in (factor.levels or ())[1:]] for v in values]
+    return np.array(rows, dtype=float).reshape(-1, _width(factor))
+
+
+def _checked_config(space: FactorSpace, index: int, config: Mapping[str, object]) -> Config:
+    try:
+        return space.check_config(config, in_region=False)
+    except DomainError as error:
+        raise DomainError(f"configs.{index}.{error.field}", error.rule) from None
+
+
+def _checked_value(index: int, value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise DomainError("response", f"value {index} is not a finite number")
+    return number
+
+
+def _check_estimable(x: np.ndarray, names: list[str]) -> None:
+    """Refuse a model matrix whose columns are linearly dependent (terms not separable)."""
+    _, r, order = scipy.linalg.qr(x, mode="economic", pivoting=True)
+    diagonal = np.abs(np.diag(r))
+    rank = int(np.sum(diagonal > diagonal[0] * max(x.shape) * np.finfo(float).eps))
+    if rank < x.shape[1]:
+        dependent = ", ".join(names[j] for j in sorted(order[rank:]))
+        raise DomainError(
+            "response",
+            f"the observations cannot separate {dependent} from the other terms: "
+            "add runs that vary these factors independently",
+        )
+
+
+def _centre_mains(space: FactorSpace) -> np.ndarray:
+    """Main-effect columns at the centre: numeric factors at 0, categorical levels averaged."""
+    return np.concatenate(
+        [
+            [0.0] if f.is_numeric else np.full(_width(f), 1.0 / (_width(f) + 1))
+            for f in space.factors
+        ]
+    )
+
+
+def _effect(
+    space: FactorSpace, terms: _Terms, results: RegressionResults, index: int
+) -> FactorEffect:
+    factor = space.factors[index]
+    settings: list[Value]
+    if factor.is_numeric:
+        settings = [factor.check_value(end) for end in factor.bounds]
+    else:
+        settings = list(factor.levels or ())
+    block = _factor_block(factor, settings)
+    start = sum(_width(f) for f in space.factors[:index])
+    rows = np.tile(_centre_mains(space), (len(settings), 1))
+    rows[:, start : start + block.shape[1]] = block
+    predicted = terms.matrix(rows) @ results.params
+    low, high = max(
+        itertools.combinations(range(len(settings)), 2),
+        key=lambda pair: abs(predicted[pair[1]] - predicted[pair[0]]),
+    )
+    effect = float(predicted[high] - predicted[low])
+    involved = [j for j, factors in enumerate(terms.factors) if index in factors]
+    p_value = results.f_test(np.eye(len(terms.names))[involved]).pvalue
+    return FactorEffect(
+        factor=factor.name,
+        effect=effect,
+        p_value=_num(p_value),
+        direction="increases" if effect > 0 else "decreases" if effect < 0 else "none",
+        low=settings[low],
+        high=settings[high],
+    )
+
+
+def _optimum(
+    space: FactorSpace,
+    terms: _Terms,
+    results: RegressionResults,
+    goal: str,
+    observed: list[Config],
+) -> Optimum:
+    candidates = _candidates(space, observed)
+    blocks = [_factor_block(f, values) for f, values in zip(space.factors, candidates, strict=True)]
+    sign = 1.0 if goal == "maximize" else -1.0
+
+    def score(index: np.ndarray) -> np.ndarray:
+        mains = np.hstack([block[index[:, f]] for f, block in enumerate(blocks)])
+        return sign * (terms.matrix(mains) @ results.params)
+
+    sizes = [len(values) for values in candidates]
+    if math.prod(sizes) <= MAX_LATTICE:
+        best, search = _lattice_search(score, sizes), "lattice"
+    else:
+        starts = [
+            [values.index(c[f.name]) for f, values in zip(space.factors, candidates, strict=True)]
+            for c in observed
+            if all(c[f.name] in values for f, values in zip(space.factors, candidates, strict=True))
+        ]
+        best, search = _coordinate_search(score, sizes, [[0] * len(sizes), *starts]), "coordinate"
+    config = {f.name: values[i] for f, values, i in zip(space.factors, candidates, best, strict=True)}
+    mains = np.hstack([block[[i]] for block, i in zip(blocks, best, strict=True)])
+    frame = results.get_prediction(terms.matrix(mains)).summary_frame(alpha=1.0 - CONFIDENCE)
+    return Optimum(
+        config=config,
+        predicted=float(frame["mean"].iloc[0]),
+        ci_low=_num(frame["mean_ci_lower"].iloc[0]),
+        ci_high=_num(frame["mean_ci_upper"].iloc[0]),
+        pi_low=_num(frame["obs_ci_lower"].iloc[0]),
+        pi_high=_num(frame["obs_ci_upper"].iloc[0]),
+        on_edge=[
+            f.name for f in space.factors if f.is_numeric and float(config[f.name]) in f.bounds
+        ],
+        search=search,
+    )
+
+
+def _candidates(space: FactorSpace, observed: list[Config]) -> list[list[Value]]:
+    """Candidate values per factor: explicit levels; or a coded grid plus the observed values,
+    with every integer of an integer factor's range when the lattice stays small enough."""
+    coarse = []
+    for factor in space.factors:
+        values = {v for _, v in factor_levels(factor, GRID_POINTS)}
+        values |= {c[factor.name] for c in observed if _in_region(factor, c[factor.name])}
+        coarse.append(sorted(values) if factor.is_numeric else list(factor.levels or ()))
+    fine = [
+        sorted(set(values) | set(range(int(f.bounds[0]), int(f.bounds[1]) + 1)))
+        if f.kind == "integer"
+        else values
+        for f, values in zip(space.factors, coarse, strict=True)
+    ]
+    return fine if math.prod(len(values) for values in fine) <= MAX_LATTICE else coarse
+
+
+def _in_region(factor: Factor, value: Value) -> bool:
+    try:
+        factor.check_in_region(value)
+    except DomainError:
+        return False
+    return True
+
+
+def _lattice_search(score: _Score, sizes: list[int]) -> list[int]:
+    """Index of the best point of the whole lattice, predicted a chunk at a time."""
+    total = math.prod(sizes)
+    best_score, best = -math.inf, 0
+    for start in range(0, total, _CHUNK):
+        flat = np.arange(start, min(start + _CHUNK, total))
+        scores = score(np.column_stack(np.unravel_index(flat, sizes)))
+        if scores.max() > best_score:
+            best_score, best = float(scores.max()), int(flat[scores.argmax()])
+    return [int(i) for i in np.unravel_index(best, sizes)]
+
+
+def _coordinate_search(score: _Score, sizes: list[int], starts: list[list[int]]) -> list[int]:
+    """Best of the local optima reached by improving one factor at a time from each start."""
+    best_score, best = -math.inf, starts[0]
+    for start in starts:
+        index = list(start)
+        improved = True
+        while improved:
+            improved = False
+            for f, size in enumerate(sizes):
+                rows = np.tile(index, (size, 1))
+                rows[:, f] = np.arange(size)
+                scores = score(rows)
+                if scores.max() > scores[index[f]]:
+                    index[f], improved = int(scores.argmax()), True
+        current = float(score(np.array([index]))[0])
+        if current > best_score:
+            best_score, best = current, index
+    return best
+
+
+def _num(value: object) -> float | None:
+    """A finite float, or None for a statistic that is undefined (NaN or infinite)."""
+    number = float(np.squeeze(value))  # type: ignore[arg-type]
+    return number if math.isfinite(number) else None
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)

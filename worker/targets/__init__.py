@@ -1,0 +1,16 @@
+"""Runnable targets by kind; a worker builds each named target once and reuses it."""
+
+from __future__ import annotations
+
+from app.targets import TargetSpec
+from worker.targets.base import Target, TargetError
+from worker.targets.simulated import SimulatedTarget
+
+TARGET_CLASSES: dict[str, type[Target]] = {SimulatedTarget.kind: SimulatedTarget}
+
+
+def build_target(spec: TargetSpec) -> Target:
+    """A runnable target for an operator's target definition."""
+    if spec.kind not in TARGET_CLASSES:
+        raise TargetError(f"target '{spec.name}' is of kind '{spec.kind}', which runs no trials")
+    return TARGET_CLASSES[spec.kind](spec.name, spec.settings)

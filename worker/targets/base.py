@@ -1,0 +1,43 @@
+"""The contract every target honours: run one trial configuration, return its responses."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from app.targets import GALERA_RESPONSES
+
+__all__ = ["GALERA_RESPONSES", "Target", "TargetError", "TrialResult"]
+
+Value = float | int | str
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """What one trial measured: response name -> value, and the raw tool output kept with it."""
+
+    responses: dict[str, float]
+    raw_output: str
+
+
+class TargetError(RuntimeError):
+    """A trial could not be run on the target (the trial fails with this message)."""
+
+
+class Target(ABC):
+    """A named place to run trials; knows nothing of Celery or the database."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        self.name = name
+        self.settings = dict(settings)
+
+    @abstractmethod
+    def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
+        """Run one configuration. `run_key` identifies the trial (seeds simulated noise)."""
+
+    def close(self) -> None:  # noqa: B027 - most targets hold nothing to release
+        """Release what the target holds (processes, connections)."""
