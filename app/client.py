@@ -55,6 +55,10 @@ class Client:
         """The experiment's trials in run order."""
         return self._call("GET", f"/experiments/{experiment_id}/trials")  # type: ignore[no-any-return]
 
+    def trial(self, trial_id: int) -> dict[str, Any]:
+        """One trial with its raw output."""
+        return self._call("GET", f"/trials/{trial_id}")  # type: ignore[no-any-return]
+
     def start(self, experiment_id: int) -> dict[str, Any]:
         """Queue the pending trials."""
         return self._call("POST", f"/experiments/{experiment_id}/start")  # type: ignore[no-any-return]

@@ -1,0 +1,295 @@
+"""The REST API on both backends: create, read, validate, start, cancel, observe, analyse."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import redis
+from httpx import ASGITransport, AsyncClient
+
+from app.main import create_app
+from app.processes import free_port
+from app.queue import TRIALS_QUEUE
+
+SIMULATED = {
+    "name": "three factors",
+    "target": "simulated",
+    "factors": [
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9, "hard_to_change": True},
+        {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 32, "scale": "log2"},
+        {"name": "wsrep_slave_threads", "kind": "integer", "levels": [1, 4, 8]},
+    ],
+    "design": {"kind": "full_factorial", "levels": 2, "centre_points": 2, "seed": 3},
+    "objective": {"response": "tps", "goal": "maximize"},
+}
+MANUAL = {
+    "name": "published study",
+    "target": "manual",
+    "factors": [
+        {"name": "galera_nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "total_connections", "kind": "integer", "low": 8, "high": 160},
+    ],
+    "design": None,
+    "objective": {"response": "tps"},
+}
+
+
+def with_changes(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(base)
+    spec.update(changes)
+    return spec
+
+
+async def create(api, spec: dict[str, Any]) -> dict[str, Any]:
+    response = await api.post("/experiments", json=spec)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def test_create_plans_and_stores_the_design(api):
+    created = await create(api, SIMULATED)
+    # 2 x 2 x 3 (explicit levels) factorial points and 2 centre points.
+    assert len(created["trials"]) == 14
+    assert created["status"] == "planned"
+    assert sorted(t["run_order"] for t in created["trials"]) == list(range(1, 15))
+    assert {t["status"] for t in created["trials"]} == {"pending"}
+    assert sum(t["point_type"] == "centre" for t in created["trials"]) == 2
+    centre = next(t for t in created["trials"] if t["point_type"] == "centre")
+    assert centre["config"]["nodes"] == 5 and centre["config"]["threads_per_client"] == 11
+    assert created["progress"] == {
+        "pending": 14, "queued": 0, "running": 0, "succeeded": 0,
+        "failed": 0, "cancelled": 0, "total": 14,
+    }  # fmt: skip
+
+    experiment_id = created["id"]
+    fetched = (await api.get(f"/experiments/{experiment_id}")).json()
+    assert fetched["name"] == "three factors" and fetched["best"] is None
+    listed = (await api.get("/experiments")).json()
+    assert experiment_id in [e["id"] for e in listed]
+    trials = (await api.get(f"/experiments/{experiment_id}/trials")).json()
+    assert [t["id"] for t in trials] == [
+        t["id"] for t in sorted(created["trials"], key=lambda t: t["run_order"])
+    ]
+    one = (await api.get(f"/trials/{trials[0]['id']}")).json()
+    assert one["config"] == trials[0]["config"] and one["raw_output"] is None
+
+
+async def test_unknown_ids_are_404(api):
+    assert (await api.get("/experiments/999999")).status_code == 404
+    assert (await api.get("/experiments/999999/trials")).status_code == 404
+    assert (await api.post("/experiments/999999/start")).status_code == 404
+    assert (await api.get("/trials/999999")).status_code == 404
+
+
+def factor_change(index: int, **changes: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(SIMULATED)
+    spec["factors"][index].update(changes)
+    return spec
+
+
+BAD_INPUTS = [
+    ("unknown kind", factor_change(0, kind="ordinal"), ["factors", 0, "kind"], "continuous"),
+    ("low >= high", factor_change(0, low=9, high=1), ["factors", 0, "high"], "greater than low"),
+    ("empty levels", factor_change(2, levels=[]), ["factors", 2, "levels"], "empty"),
+    ("duplicate levels", factor_change(2, levels=[1, 4, 4]), ["factors", 2, "levels"], "repeat"),
+    (
+        "duplicate names",
+        factor_change(1, name="nodes"),
+        ["factors", 1, "name"],
+        "duplicate factor name",
+    ),
+    ("unknown target", with_changes(SIMULATED, target="nowhere"), ["target"], "unknown target"),
+    (
+        "factor the target cannot set",
+        factor_change(0, name="innodb_flush_log_at_trx_commit"),
+        ["factors", 0, "name"],
+        "cannot set",
+    ),
+    (
+        "design over the limit",
+        with_changes(SIMULATED, design={"kind": "full_factorial", "levels": 9, "replicates": 5}),
+        ["design"],
+        "limit of 2000",
+    ),
+    (
+        "unknown design kind",
+        with_changes(SIMULATED, design={"kind": "magic"}),
+        ["design", "kind"],
+        "full_factorial",
+    ),
+    (
+        "unknown response",
+        with_changes(SIMULATED, objective={"response": "happiness"}),
+        ["objective", "response"],
+        "does not report",
+    ),
+    (
+        "unknown goal",
+        with_changes(SIMULATED, objective={"response": "tps", "goal": "up"}),
+        ["objective", "goal"],
+        "maximize",
+    ),
+    ("unknown field", with_changes(SIMULATED, colour="red"), ["colour"], "Extra inputs"),
+    ("no factors", with_changes(SIMULATED, factors=[]), ["factors"], "at least 1"),
+    ("integer factor with fractions", factor_change(0, low=1.5), ["factors", 0, "low"], "whole"),
+    ("log2 scale from 0", factor_change(1, low=0), ["factors", 1, "low"], "above 0"),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "loc", "words"),
+    [case[1:] for case in BAD_INPUTS],
+    ids=[case[0] for case in BAD_INPUTS],
+)
+async def test_bad_experiments_get_422_naming_field_and_rule(api, spec, loc, words):
+    before = len((await api.get("/experiments", params={"limit": 500})).json())
+    response = await api.post("/experiments", json=spec)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert any(item["loc"][1:] == loc and words in item["msg"] for item in detail), detail
+    assert len((await api.get("/experiments", params={"limit": 500})).json()) == before
+
+
+async def test_start_queues_pending_trials_in_run_order(api, redis_url):
+    broker = redis.Redis.from_url(redis_url)
+    broker.delete(TRIALS_QUEUE)
+    created = await create(api, SIMULATED)
+    started = await api.post(f"/experiments/{created['id']}/start")
+    assert started.status_code == 200, started.text
+    assert started.json()["status"] == "running"
+    assert started.json()["progress"]["queued"] == 14
+    trials = (await api.get(f"/experiments/{created['id']}/trials")).json()
+    assert all(t["status"] == "queued" and t["queued_at"] for t in trials)
+    assert broker.llen(TRIALS_QUEUE) == 14
+    # A second start finds nothing pending and sends nothing more.
+    await api.post(f"/experiments/{created['id']}/start")
+    assert broker.llen(TRIALS_QUEUE) == 14
+    broker.delete(TRIALS_QUEUE)
+
+    cancelled = (await api.post(f"/experiments/{created['id']}/cancel")).json()
+    assert cancelled["status"] == "cancelled" and cancelled["progress"]["cancelled"] == 14
+    again = await api.post(f"/experiments/{created['id']}/start")
+    assert again.status_code == 409
+
+
+async def test_cancel_cancels_what_has_not_run(api):
+    created = await create(api, SIMULATED)
+    cancelled = (await api.post(f"/experiments/{created['id']}/cancel")).json()
+    assert cancelled["progress"]["cancelled"] == 14 and cancelled["progress"]["pending"] == 0
+
+
+async def test_manual_experiments_take_observations_and_are_analysed(api):
+    created = await create(api, MANUAL)
+    assert created["trials"] == []
+    experiment_id = created["id"]
+    assert (await api.post(f"/experiments/{experiment_id}/start")).status_code == 409
+    assert (await api.get(f"/experiments/{experiment_id}/analysis")).status_code == 409
+
+    rows = [(1, 8, 596.3), (3, 8, 531.9), (9, 8, 429.2), (9, 40, 1196.0), (3, 48, 1428.9),
+            (9, 160, 1095.7), (5, 40, 1278.6), (4, 40, 1374.1)]  # fmt: skip
+    observations = [
+        {"config": {"galera_nodes": n, "total_connections": c}, "responses": {"tps": tps}}
+        for n, c, tps in rows
+    ]
+    recorded = await api.post(f"/experiments/{experiment_id}/observations", json=observations)
+    assert recorded.status_code == 201, recorded.text
+    assert [t["status"] for t in recorded.json()] == ["succeeded"] * len(rows)
+    assert recorded.json()[0]["responses"] == {"tps": 596.3}
+
+    experiment = (await api.get(f"/experiments/{experiment_id}")).json()
+    assert experiment["best"]["value"] == 1428.9 and experiment["status"] == "completed"
+    analysis = await api.get(f"/experiments/{experiment_id}/analysis", params={"response": "tps"})
+    assert analysis.status_code == 200, analysis.text
+    body = analysis.json()
+    assert body["trials_used"] == len(rows) and body["trials_failed"] == 0
+    assert body["optimum"]["config"]["total_connections"] in range(8, 161)
+    assert {f["factor"] for f in body["ranked_factors"]} == {"galera_nodes", "total_connections"}
+
+
+async def test_bad_observations_are_refused_whole(api):
+    created = await create(api, MANUAL)
+    experiment_id = created["id"]
+    good = {"config": {"galera_nodes": 3, "total_connections": 40}, "responses": {"tps": 1300}}
+    cases = [
+        ({"config": {"galera_nodes": 30, "total_connections": 40}, "responses": {"tps": 1}},
+         ["observations", 1, "config", "galera_nodes"], "between 1 and 9"),
+        ({"config": {"galera_nodes": 3}, "responses": {"tps": 1}},
+         ["observations", 1, "config", "total_connections"], "missing"),
+        ({"config": {"galera_nodes": 3, "total_connections": 40, "x": 1}, "responses": {"tps": 1}},
+         ["observations", 1, "config", "x"], "not a factor"),
+        ({"config": {"galera_nodes": 3.5, "total_connections": 40}, "responses": {"tps": 1}},
+         ["observations", 1, "config", "galera_nodes"], "whole number"),
+        ({"config": {"galera_nodes": 3, "total_connections": 40}, "responses": {}},
+         ["observations", 1, "responses"], "non-empty"),
+    ]  # fmt: skip
+    for bad, loc, words in cases:
+        response = await api.post(f"/experiments/{experiment_id}/observations", json=[good, bad])
+        assert response.status_code == 422, response.text
+        detail = response.json()["detail"][0]
+        assert detail["loc"][1:] == loc and words in detail["msg"], detail
+    assert (await api.get(f"/experiments/{experiment_id}/trials")).json() == []
+    assert (
+        await api.post(f"/experiments/{experiment_id}/observations", json=[])
+    ).status_code == 422
+
+
+async def test_observations_only_for_manual_targets(api):
+    created = await create(api, SIMULATED)
+    good = {"config": {"nodes": 3, "threads_per_client": 8, "wsrep_slave_threads": 1},
+            "responses": {"tps": 1300}}  # fmt: skip
+    response = await api.post(f"/experiments/{created['id']}/observations", json=[good])
+    assert response.status_code == 409
+    assert "manual" in response.json()["detail"]
+
+
+async def test_observation_matching_a_planned_trial_fills_it(api):
+    spec = with_changes(MANUAL, design={"kind": "full_factorial", "randomize": False})
+    created = await create(api, spec)
+    assert len(created["trials"]) == 4
+    planned = created["trials"][0]
+    observation = {"config": planned["config"], "responses": {"tps": 777.0}}
+    recorded = await api.post(f"/experiments/{created['id']}/observations", json=[observation])
+    assert recorded.json()[0]["id"] == planned["id"]
+    experiment = (await api.get(f"/experiments/{created['id']}")).json()
+    assert experiment["progress"]["succeeded"] == 1 and experiment["progress"]["pending"] == 3
+    assert experiment["status"] == "running"
+
+
+async def test_health_reports_database_and_broker(api):
+    response = await api.get("/health")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "database": {"ok": True, "error": None},
+        "broker": {"ok": True, "error": None},
+    }
+
+
+@pytest.fixture
+async def api_without_broker(settings):
+    """The app with its broker pointed at a port nothing listens on."""
+    unreachable = settings.model_copy(update={"broker_url": f"redis://127.0.0.1:{free_port()}/0"})
+    app = create_app(unreachable)
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
+
+
+async def test_health_names_the_unreachable_broker(api_without_broker):
+    response = await api_without_broker.get("/health")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "degraded" and body["database"]["ok"]
+    assert not body["broker"]["ok"] and "unreachable" in body["broker"]["error"]
+
+
+async def test_start_without_broker_is_503_and_loses_nothing(api_without_broker):
+    created = await create(api_without_broker, SIMULATED)
+    response = await api_without_broker.post(f"/experiments/{created['id']}/start")
+    assert response.status_code == 503
+    assert "unreachable" in response.json()["detail"]
+    trials = (await api_without_broker.get(f"/experiments/{created['id']}/trials")).json()
+    assert {t["status"] for t in trials} == {"pending"}

@@ -1,0 +1,138 @@
+"""The data layer on both backends: migrations, atomic claims, the worker's use cases."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import text
+
+from app.db import repositories
+from app.db.migrate import SchemaOutOfDateError, ensure_schema, head_revision
+from app.db.models import Base, Experiment, Trial
+from app.db.session import Database
+from app.services import trial_runs
+from app.statuses import TrialStatus
+
+
+async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int:
+    async with database.session() as session:
+        experiment = Experiment(
+            name="t", target="simulated", factors=[], design=None, design_notes=[],
+            objective={"response": "tps", "goal": "maximize"}, status="running",
+        )  # fmt: skip
+        session.add(experiment)
+        await session.flush()
+        trial = Trial(
+            experiment_id=experiment.id, run_order=1, point_type="factorial",
+            config={"nodes": 3}, status=status, attempts=0,
+        )  # fmt: skip
+        session.add(trial)
+        await session.commit()
+        return trial.id
+
+
+async def test_migrations_match_the_models(database):
+    def diff(connection):
+        return compare_metadata(MigrationContext.configure(connection), Base.metadata)
+
+    async with database.engine.connect() as connection:
+        assert await connection.run_sync(diff) == []
+        revision = await connection.execute(text("SELECT version_num FROM alembic_version"))
+        assert revision.scalar_one() == head_revision()
+
+
+async def test_ensure_schema_accepts_head_and_refuses_another_revision(database):
+    await ensure_schema(database)
+    async with database.engine.begin() as connection:
+        await connection.execute(text("UPDATE alembic_version SET version_num = 'old'"))
+    try:
+        with pytest.raises(SchemaOutOfDateError, match="alembic upgrade head"):
+            await ensure_schema(database)
+    finally:
+        async with database.engine.begin() as connection:
+            await connection.execute(
+                text("UPDATE alembic_version SET version_num = :head"), {"head": head_revision()}
+            )
+
+
+async def test_a_trial_is_claimed_once(database):
+    trial_id = await new_trial(database)
+    lease = timedelta(minutes=5)
+    async with database.session() as session:
+        first = await trial_runs.claim(session, trial_id=trial_id, worker="w1", lease=lease)
+    async with database.session() as session:
+        second = await trial_runs.claim(session, trial_id=trial_id, worker="w2", lease=lease)
+    assert first is not None and first.attempt == 1 and first.config == {"nodes": 3}
+    assert second is None
+    async with database.session() as session:
+        trial = await repositories.get_trial(session, trial_id)
+    assert trial is not None
+    assert trial.status == TrialStatus.RUNNING and trial.worker == "w1" and trial.attempts == 1
+    assert trial.lease_expires_at is not None and trial.started_at is not None
+    assert timedelta(minutes=4) < trial.lease_expires_at - trial.started_at <= lease
+
+
+async def test_concurrent_claims_have_one_winner(database):
+    trial_id = await new_trial(database)
+
+    async def claim(worker: str) -> bool:
+        async with database.session() as session:
+            claimed = await trial_runs.claim(
+                session, trial_id=trial_id, worker=worker, lease=timedelta(minutes=1)
+            )
+            return claimed is not None
+
+    results = await asyncio.gather(*(claim(f"w{i}") for i in range(6)))
+    assert sum(results) == 1
+
+
+async def test_only_queued_trials_are_claimed(database):
+    for status in (TrialStatus.PENDING, TrialStatus.SUCCEEDED, TrialStatus.CANCELLED):
+        trial_id = await new_trial(database, status)
+        async with database.session() as session:
+            claimed = await trial_runs.claim(
+                session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
+            )
+        assert claimed is None
+
+
+async def test_results_are_recorded_and_complete_the_experiment(database):
+    trial_id = await new_trial(database)
+    async with database.session() as session:
+        claimed = await trial_runs.claim(
+            session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
+        )
+    assert claimed is not None
+    async with database.session() as session:
+        assert await trial_runs.record_success(
+            session, claimed=claimed, responses={"tps": 1234.5}, raw_output="x" * 100_000
+        )
+    async with database.session() as session:
+        # A second record of the same claim changes nothing.
+        assert not await trial_runs.record_failure(session, claimed=claimed, error="late")
+        trial = await repositories.get_trial(session, trial_id)
+        experiment = await repositories.get_experiment(session, claimed.experiment_id)
+    assert trial is not None and experiment is not None
+    assert trial.status == TrialStatus.SUCCEEDED and trial.responses == {"tps": 1234.5}
+    assert trial.raw_output is not None and len(trial.raw_output) == 100_000
+    assert trial.error is None and trial.lease_expires_at is None and trial.finished_at
+    assert experiment.status == "completed"
+
+
+async def test_failures_keep_their_error(database):
+    trial_id = await new_trial(database)
+    async with database.session() as session:
+        claimed = await trial_runs.claim(
+            session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
+        )
+    assert claimed is not None
+    async with database.session() as session:
+        await trial_runs.record_failure(session, claimed=claimed, error="sysbench exited 1")
+    async with database.session() as session:
+        trial = await repositories.get_trial(session, trial_id)
+    assert trial is not None
+    assert trial.status == TrialStatus.FAILED and trial.error == "sysbench exited 1"

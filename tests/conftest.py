@@ -1,0 +1,111 @@
+"""Real services for the suite: MariaDB and SQLite databases, Redis. A missing service fails.
+
+Every database test runs on both backends. Each backend gets a database of its own, created and
+migrated here and dropped at the end; Redis gets a database number of its own, flushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncmy
+import pytest
+import redis
+from httpx import ASGITransport, AsyncClient
+
+from app.config import Settings
+from app.db.migrate import upgrade_to_head
+from app.db.session import Database
+from app.main import create_app
+
+MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
+BACKENDS = ("sqlite", "mariadb")
+
+
+class ServiceMissingError(RuntimeError):
+    """A service the suite needs is not reachable: the suite fails, it never skips."""
+
+
+async def _mariadb(statement: str) -> None:
+    try:
+        connection = await asyncmy.connect(**MARIADB)
+    except Exception as error:
+        raise ServiceMissingError(
+            f"MariaDB is not reachable at {MARIADB['host']}:{MARIADB['port']} as root "
+            f"({error}); run `make setup`"
+        ) from error
+    try:
+        async with connection.cursor() as cursor:
+            await cursor.execute(statement)
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis database of the suite's own, flushed before and after."""
+    client = redis.Redis.from_url(TEST_REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        raise ServiceMissingError(
+            f"Redis is not reachable at {TEST_REDIS_URL} ({error}); run `make setup`"
+        ) from error
+    client.flushdb()
+    yield TEST_REDIS_URL
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """A freshly migrated database on each backend (SQLite file, MariaDB through asyncmy)."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("sqlite") / "galera_doe_test.sqlite3"
+        url = f"sqlite+aiosqlite:///{path}"
+        await asyncio.to_thread(upgrade_to_head, url)
+        yield url
+        return
+    name = f"galera_doe_test_{uuid.uuid4().hex[:10]}"
+    await _mariadb(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+    url = f"mysql+asyncmy://root@127.0.0.1:3306/{name}?charset=utf8mb4"
+    try:
+        await asyncio.to_thread(upgrade_to_head, url)
+        yield url
+    finally:
+        await _mariadb(f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, redis_url: str) -> Settings:
+    """Settings pointing at the test database and the test Redis."""
+    return Settings(database_url=database_url, broker_url=redis_url)
+
+
+@pytest.fixture
+async def database(settings: Settings) -> AsyncIterator[Database]:
+    """A database handle bound to the test's event loop."""
+    handle = Database(settings.database_url)
+    yield handle
+    await handle.dispose()
+
+
+@pytest.fixture
+async def api(settings: Settings) -> AsyncIterator[AsyncClient]:
+    """An HTTP client of the app, in process, with its lifespan run."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository's top directory."""
+    return Path(__file__).resolve().parents[1]

@@ -1,0 +1,112 @@
+"""The whole path on real parts: uvicorn API, Celery worker process, Redis, SQLite and MariaDB."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import yaml
+from celery import Celery
+
+from app.client import Client
+from app.config import Settings
+from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.queue import RUN_TRIAL_TASK, TRIALS_QUEUE
+
+pytestmark = pytest.mark.integration
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "quickstart.yaml"
+
+
+@pytest.fixture(scope="module")
+def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """The API and one worker as child processes, on the test database and the test Redis."""
+    redis.Redis.from_url(settings.broker_url).delete(TRIALS_QUEUE)
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": settings.database_url,
+        "GALERA_DOE_BROKER_URL": settings.broker_url,
+    }
+    logs = tmp_path_factory.mktemp("service")
+    port = free_port()
+    api = ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=logs)
+    worker = ChildProcess("worker", worker_command(), env=env, log_dir=logs)
+    client = Client(f"http://127.0.0.1:{port}")
+
+    def healthy() -> bool:
+        assert api.alive(), api.tail()
+        assert worker.alive(), worker.tail()
+        try:
+            return client.health()["status"] == "ok"
+        except Exception:
+            return False
+
+    try:
+        assert wait_until(healthy, timeout=60), api.tail()
+        yield client
+    finally:
+        client.close()
+        worker.stop()
+        api.stop()
+
+
+def wait_for_status(client: Client, experiment_id: int, status: str, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        experiment = client.experiment(experiment_id)
+        if experiment["status"] == status:
+            return experiment
+        time.sleep(0.2)
+    raise AssertionError(f"experiment {experiment_id} still {experiment['status']}: {experiment}")
+
+
+def test_quickstart_runs_to_completion_through_the_worker(service: Client):
+    spec = yaml.safe_load(QUICKSTART.read_text())
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    done = wait_for_status(service, created["id"], "completed")
+    total = len(created["trials"])
+    assert done["progress"]["succeeded"] == total and done["progress"]["failed"] == 0
+
+    trials = service.trials(created["id"])
+    assert all(t["attempts"] == 1 and t["worker"] for t in trials)
+    assert all(set(t["responses"]) >= {"tps", "latency_p95_ms", "abort_rate"} for t in trials)
+    # The worker ran them in the planned run order.
+    started = [t["started_at"] for t in sorted(trials, key=lambda t: t["run_order"])]
+    assert started == sorted(started)
+    detail = service.trial(trials[0]["id"])
+    assert detail["raw_output"]
+
+    analysis = service.analysis(created["id"])
+    assert analysis["trials_used"] == total
+    assert set(analysis["optimum"]["config"]) == {f["name"] for f in spec["factors"]}
+    assert done["best"]["value"] == max(t["responses"]["tps"] for t in trials)
+
+
+def test_a_trial_delivered_twice_runs_once(service: Client, settings: Settings):
+    spec = yaml.safe_load(QUICKSTART.read_text())
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    # Deliver two trials' messages again, as a broker redelivery would: whether a duplicate
+    # arrives while its trial is queued or after it finished, the trial runs once.
+    order = sorted(created["trials"], key=lambda t: t["run_order"])
+    sender = Celery(broker=settings.broker_url)
+    for trial in (order[0], order[-1], order[0]):
+        sender.send_task(RUN_TRIAL_TASK, args=[trial["id"]], queue=TRIALS_QUEUE)
+    done = wait_for_status(service, created["id"], "completed")
+    broker = redis.Redis.from_url(settings.broker_url)
+    assert wait_until(lambda: broker.llen(TRIALS_QUEUE) == 0, timeout=30)
+    time.sleep(0.5)
+    trials = service.trials(created["id"])
+    assert [t["attempts"] for t in trials] == [1] * len(trials)
+    assert service.experiment(created["id"])["progress"] == done["progress"]
+
+
+def test_cancel_stops_what_has_not_run(service: Client):
+    spec = yaml.safe_load(QUICKSTART.read_text())
+    created = service.create_experiment(spec)
+    cancelled = service.cancel(created["id"])
+    assert cancelled["progress"]["cancelled"] == len(created["trials"])
