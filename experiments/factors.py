@@ -134,10 +134,15 @@ class Factor:
                 return self.levels[0]
             index = round((coded + 1.0) / 2.0 * (len(self.levels) - 1))
             return self.levels[min(max(index, 0), len(self.levels) - 1)]
-        low, high = (self._transform(b) for b in self.bounds)
-        natural = self._untransform((low + high) / 2.0 + coded * (high - low) / 2.0)
+        if coded in (-1.0, 1.0):
+            # Exact ends: the round trip through the scale must not step outside the range.
+            natural = self.bounds[0] if coded < 0 else self.bounds[1]
+        else:
+            low, high = (self._transform(b) for b in self.bounds)
+            natural = self._untransform((low + high) / 2.0 + coded * (high - low) / 2.0)
         if self.kind == "integer":
-            return round(natural)
+            # Half up, not half to even: a centre of 2.5 is always 3, whatever the range.
+            return math.floor(natural + 0.5)
         return float(natural)
 
     def check_value(self, value: object) -> Value:
@@ -209,7 +214,7 @@ class FactorSpace:
         return len(self.factors)
 
     def check_config(self, config: Mapping[str, object], *, in_region: bool = True) -> Config:
-        """Validate one configuration: every factor present, no others, values typed and in range."""
+        """Validate a configuration: every factor present, no others, values typed and in range."""
         unknown = sorted(set(config) - set(self._index))
         if unknown:
             raise DomainError(unknown[0], f"is not a factor of this experiment ({self.names})")

@@ -31,7 +31,7 @@ __all__ = [
     "fit",
 ]
 
-MODELS: tuple[str, ...] = ("linear", "interaction")
+MODELS: tuple[str, ...] = ("linear", "interaction", "quadratic")
 GOALS: tuple[str, ...] = ("maximize", "minimize")
 CONFIDENCE = 0.95
 # The optimum is searched over every lattice point up to this many, else coordinate-wise.
@@ -134,8 +134,7 @@ class Analysis:
         ]
         lines += ["", "factors by effect size (others at the centre):"]
         lines += [
-            f"  {e.factor}: {e.effect:+.4g} from {e.low} to {e.high} "
-            f"(p = {_fmt(e.p_value, '.3g')})"
+            f"  {e.factor}: {e.effect:+.4g} from {e.low} to {e.high} (p = {_fmt(e.p_value, '.3g')})"
             for e in self.ranked_factors
         ]
         best = self.optimum
@@ -160,7 +159,10 @@ def fit(
     goal: str = "maximize",
     model: str = "linear",
 ) -> Analysis:
-    """Fit `model` ("linear" or "interaction") to the observed configurations and values.
+    """Fit `model` to the observed configurations and values.
+
+    "linear" has the main effects, "interaction" adds every two-factor interaction, and
+    "quadratic" adds the square of every numeric factor observed at three or more levels.
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels.
@@ -175,7 +177,8 @@ def fit(
         )
     observed = [_checked_config(space, i, config) for i, config in enumerate(configs)]
     y = np.array([_checked_value(i, value) for i, value in enumerate(values)])
-    terms = _Terms(space, model)
+    distinct = [len({c[f.name] for c in observed}) for f in space.factors]
+    terms = _Terms(space, model, distinct)
     if len(y) < len(terms.names) + 1:
         raise DomainError(
             "response",
@@ -187,9 +190,9 @@ def fit(
     )
     _check_estimable(x, terms.names)
     results = sm.OLS(y, x).fit()
-    alpha = 1.0 - CONFIDENCE
+    # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
     with np.errstate(divide="ignore", invalid="ignore"):
-        intervals = results.conf_int(alpha=alpha)
+        intervals = results.conf_int(alpha=1.0 - CONFIDENCE)
         term_list = [
             Term(
                 name=name,
@@ -202,7 +205,9 @@ def fit(
             )
             for j, name in enumerate(terms.names)
         ]
-        effects = [_effect(space, terms, results, i) for i in range(len(space.factors))]
+        effects = [
+            _effect(space, terms, results, i) for i, f in enumerate(space.factors) if _width(f)
+        ]
         return Analysis(
             model=model,
             goal=goal,
@@ -221,47 +226,65 @@ class _Terms:
     """The columns of the model matrix, built from the main-effect columns.
 
     Main-effect columns are one per numeric factor (coded) and one per non-reference level of a
-    categorical factor (dummy); the interaction model adds the product of every two main-effect
-    columns of different factors.
+    categorical factor (dummy); the interaction and quadratic models add the product of every two
+    main-effect columns of different factors, and the quadratic model the square of every numeric
+    factor with at least three distinct observed levels (with two, a square is the intercept).
     """
 
-    def __init__(self, space: FactorSpace, model: str) -> None:
+    def __init__(self, space: FactorSpace, model: str, distinct: Sequence[int]) -> None:
         mains: list[tuple[str, int]] = []
         for i, factor in enumerate(space.factors):
             if factor.is_numeric:
-                mains.append((factor.name, i))
+                names = [factor.name]
             else:
-                mains += [(f"{factor.name}[{level}]", i) for level in (factor.levels or ())[1:]]
+                names = [f"{factor.name}[{level}]" for level in (factor.levels or ())[1:]]
+            mains += [(name, i) for name in names[: _width(factor)]]
         self.pairs = [
             (a, b)
             for a, b in itertools.combinations(range(len(mains)), 2)
-            if model == "interaction" and mains[a][1] != mains[b][1]
+            if model in ("interaction", "quadratic") and mains[a][1] != mains[b][1]
+        ]
+        self.squares = [
+            j
+            for j, (_, i) in enumerate(mains)
+            if model == "quadratic" and space.factors[i].is_numeric and distinct[i] >= 3
         ]
         self.names = [
             "Intercept",
             *(name for name, _ in mains),
             *(f"{mains[a][0]}:{mains[b][0]}" for a, b in self.pairs),
+            *(f"{mains[j][0]}^2" for j in self.squares),
         ]
         self.factors = [
             set(),
             *({factor} for _, factor in mains),
             *({mains[a][1], mains[b][1]} for a, b in self.pairs),
+            *({mains[j][1]} for j in self.squares),
         ]
 
     def matrix(self, mains: np.ndarray) -> np.ndarray:
         """Model matrix from main-effect columns (one row per point)."""
         return np.column_stack(
-            [np.ones(len(mains)), mains, *(mains[:, a] * mains[:, b] for a, b in self.pairs)]
+            [
+                np.ones(len(mains)),
+                mains,
+                *(mains[:, a] * mains[:, b] for a, b in self.pairs),
+                *(mains[:, j] ** 2 for j in self.squares),
+            ]
         )
 
 
 def _width(factor: Factor) -> int:
-    """Number of main-effect columns of a factor."""
+    """Number of main-effect columns of a factor: none when it is fixed at a single level."""
+    if factor.levels is not None and len(factor.levels) == 1:
+        return 0
     return 1 if factor.is_numeric else len(factor.levels or ()) - 1
 
 
 def _factor_block(factor: Factor, values: Sequence[Value]) -> np.ndarray:
     """Main-effect columns of one factor for the given natural values."""
+    if not _width(factor):
+        return np.zeros((len(values), 0))
     if factor.is_numeric:
         rows = [[factor.encode(v)] for v in values]
     else:
@@ -304,7 +327,7 @@ def _centre_mains(space: FactorSpace) -> np.ndarray:
     """Main-effect columns at the centre: numeric factors at 0, categorical levels averaged."""
     return np.concatenate(
         [
-            [0.0] if f.is_numeric else np.full(_width(f), 1.0 / (_width(f) + 1))
+            np.zeros(_width(f)) if f.is_numeric else np.full(_width(f), 1.0 / (_width(f) + 1))
             for f in space.factors
         ]
     )
@@ -366,7 +389,9 @@ def _optimum(
             if all(c[f.name] in values for f, values in zip(space.factors, candidates, strict=True))
         ]
         best, search = _coordinate_search(score, sizes, [[0] * len(sizes), *starts]), "coordinate"
-    config = {f.name: values[i] for f, values, i in zip(space.factors, candidates, best, strict=True)}
+    config = {
+        f.name: values[i] for f, values, i in zip(space.factors, candidates, best, strict=True)
+    }
     mains = np.hstack([block[[i]] for block, i in zip(blocks, best, strict=True)])
     frame = results.get_prediction(terms.matrix(mains)).summary_frame(alpha=1.0 - CONFIDENCE)
     return Optimum(
@@ -386,14 +411,17 @@ def _optimum(
 def _candidates(space: FactorSpace, observed: list[Config]) -> list[list[Value]]:
     """Candidate values per factor: explicit levels; or a coded grid plus the observed values,
     with every integer of an integer factor's range when the lattice stays small enough."""
-    coarse = []
+    coarse: list[list[Value]] = []
     for factor in space.factors:
+        if factor.levels is not None:
+            coarse.append([factor.check_value(v) for v in factor.levels])
+            continue
         values = {v for _, v in factor_levels(factor, GRID_POINTS)}
         values |= {c[factor.name] for c in observed if _in_region(factor, c[factor.name])}
-        coarse.append(sorted(values) if factor.is_numeric else list(factor.levels or ()))
+        coarse.append(sorted(values))  # type: ignore[type-var]
     fine = [
         sorted(set(values) | set(range(int(f.bounds[0]), int(f.bounds[1]) + 1)))
-        if f.kind == "integer"
+        if f.kind == "integer" and f.levels is None
         else values
         for f, values in zip(space.factors, coarse, strict=True)
     ]

@@ -93,7 +93,8 @@ class DesignPoint:
 
     `coded` is the point's planned position; `config` the natural values that are actually run.
     They disagree, and `rounded` is set, when an integer factor is rounded or a factor with
-    explicit levels takes the level nearest its centre.
+    explicit levels takes the level nearest its centre. `std_order` and `run_order` are 1-based;
+    `replicate` numbers the repeats of a factorial point, and the centre runs of one setting.
     """
 
     std_order: int
@@ -167,9 +168,7 @@ def plan(space: FactorSpace, request: DesignRequest) -> Design:
 
 def _check_centre_points(space: FactorSpace, request: DesignRequest) -> None:
     if request.centre_points and not any(f.is_numeric for f in space.factors):
-        raise DomainError(
-            "design.centre_points", "centre points need at least one numeric factor"
-        )
+        raise DomainError("design.centre_points", "centre points need at least one numeric factor")
 
 
 def _centre_runs(
@@ -212,7 +211,9 @@ def _run_orders(count: int, request: DesignRequest) -> list[int]:
     return orders.tolist()
 
 
-def _notes(space: FactorSpace, request: DesignRequest, points: list[DesignPoint]) -> tuple[str, ...]:
+def _notes(
+    space: FactorSpace, request: DesignRequest, points: list[DesignPoint]
+) -> tuple[str, ...]:
     notes = []
     moved = sum(point.rounded for point in points)
     if moved:

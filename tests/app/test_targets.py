@@ -1,0 +1,59 @@
+"""The operator's targets file and what each kind of target accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.targets import GALERA_RESPONSES, TargetsFileError, load_targets
+from experiments.errors import DomainError
+
+
+def test_defaults_are_simulated_and_manual():
+    targets = load_targets(None)
+    assert set(targets) == {"simulated", "manual"}
+    assert targets["simulated"].runnable and not targets["manual"].runnable
+    assert targets["simulated"].responses == GALERA_RESPONSES
+    assert targets["manual"].factors is None
+
+
+def test_a_targets_file_is_read(tmp_path: Path):
+    path = tmp_path / "targets.yaml"
+    path.write_text(
+        "targets:\n"
+        "  - {name: sim-noisy, kind: simulated, settings: {seed: 7, noise: 0.1}}\n"
+        "  - {name: notebook, kind: manual}\n"
+    )
+    targets = load_targets(path)
+    assert targets["sim-noisy"].settings == {"seed": 7, "noise": 0.1}
+    assert targets["notebook"].kind == "manual"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("targets: 3", "'targets' list"),
+        ("targets:\n  - {kind: simulated}", "targets[0].name"),
+        ("targets:\n  - {name: a, kind: cloud}", "targets[0].kind"),
+        ("targets:\n  - {name: a, kind: manual}\n  - {name: a, kind: manual}", "duplicate"),
+        ("targets:\n  - {name: a, kind: manual, settings: [1]}", "settings"),
+        ("targets: [", "cannot read"),
+    ],
+)
+def test_a_malformed_targets_file_is_refused(tmp_path: Path, text: str, words: str):
+    path = tmp_path / "targets.yaml"
+    path.write_text(text)
+    with pytest.raises(TargetsFileError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        load_targets(path)
+
+
+def test_factor_and_response_checks_name_the_field():
+    simulated = load_targets(None)["simulated"]
+    simulated.check_factors(["nodes", "clients"])
+    with pytest.raises(DomainError) as error:
+        simulated.check_factors(["nodes", "innodb_buffer_pool_size"])
+    assert error.value.field == "factors.1.name" and "cannot set" in error.value.rule
+    with pytest.raises(DomainError, match="does not report"):
+        simulated.check_response("happiness", "objective.response")
+    load_targets(None)["manual"].check_factors(["anything_at_all"])
