@@ -38,10 +38,11 @@ def worker(loglevel: Annotated[str, typer.Option()] = "INFO") -> None:
 def demo(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)] = QUICKSTART,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the trials")] = 300.0,
+    model: Annotated[str, typer.Option(help="linear, interaction or quadratic")] = "quadratic",
 ) -> None:
     """Start the API and a worker, run an experiment end to end, print the optimum."""
     try:
-        run_demo(file, timeout=timeout)
+        run_demo(file, timeout=timeout, model=model)
     except (DemoError, ApiError) as error:
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(1) from None

@@ -27,7 +27,7 @@ class DemoError(RuntimeError):
 
 
 def run_demo(
-    spec_path: Path = QUICKSTART, *, timeout: float = 300.0, model: str = "linear"
+    spec_path: Path = QUICKSTART, *, timeout: float = 300.0, model: str = "quadratic"
 ) -> None:
     """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all."""
     console = Console()
@@ -42,8 +42,8 @@ def run_demo(
             with Client(f"http://127.0.0.1:{port}") as client:
                 _wait_for_api(client, children)
                 console.print(
-                    f"[bold]API[/] http://127.0.0.1:{port}/docs  "
-                    f"[bold]worker[/] pid {children[1].pid}"
+                    f"API http://127.0.0.1:{port}/docs (pid {children[0].pid}), "
+                    f"worker (pid {children[1].pid})"
                 )
                 experiment = client.create_experiment(spec)
                 console.print(
