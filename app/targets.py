@@ -30,16 +30,18 @@ GALERA_RESPONSES: tuple[str, ...] = (
     "abort_rate",
 )
 
+SIMULATED_FACTORS: tuple[str, ...] = (
+    "nodes",
+    "clients",
+    "threads_per_client",
+    "wsrep_slave_threads",
+    "runtime_s",
+    "write_share",
+)
+
 # None means "any name": a manual target records whatever was measured elsewhere.
 KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
-    "simulated": (
-        "nodes",
-        "clients",
-        "threads_per_client",
-        "wsrep_slave_threads",
-        "runtime_s",
-        "write_share",
-    ),
+    "simulated": SIMULATED_FACTORS,
     "manual": None,
 }
 KIND_RESPONSES: dict[str, tuple[str, ...] | None] = {

@@ -30,6 +30,7 @@ class Target(ABC):
     """A named place to run trials; knows nothing of Celery or the database."""
 
     kind: ClassVar[str]
+    accepted_factors: ClassVar[tuple[str, ...]]
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         self.name = name
