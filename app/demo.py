@@ -123,28 +123,40 @@ def _print_results(console: Console, experiment: dict[str, Any], analysis: dict[
     for name, value in optimum["config"].items():
         table.add_row(name, _fmt(value), units.get(name, ""))
     console.print(table)
-    ci, pi = optimum["confidence_interval"], optimum["prediction_interval"]
     console.print(
         f"predicted {response} {optimum['predicted']:.1f}  "
-        f"95% CI [{ci[0]:.1f}, {ci[1]:.1f}]  95% PI [{pi[0]:.1f}, {pi[1]:.1f}]"
+        f"95% CI [{_num(optimum['ci_low'])}, {_num(optimum['ci_high'])}]  "
+        f"95% PI [{_num(optimum['pi_low'])}, {_num(optimum['pi_high'])}]"
     )
     if optimum.get("on_edge"):
         console.print(
             f"on the edge of the region: {', '.join(optimum['on_edge'])} "
             "(consider widening the range)"
         )
+    best = experiment["best"]
+    if best is not None:
+        settings = ", ".join(f"{name}={_fmt(value)}" for name, value in best["config"].items())
+        console.print(
+            f"best observed: trial {best['trial_id']}, {response} {best['value']:.1f} at {settings}"
+        )
     ranked = Table(title=f"Factors ranked by effect on {response} ({analysis['model']} model)")
     ranked.add_column("factor")
     ranked.add_column("effect low->high", justify="right")
     ranked.add_column("p", justify="right")
     for item in analysis["ranked_factors"]:
-        ranked.add_row(item["factor"], f"{item['effect']:+.1f}", f"{item['p_value']:.3g}")
+        p_value = "n/a" if item["p_value"] is None else f"{item['p_value']:.3g}"
+        ranked.add_row(item["factor"], f"{item['effect']:+.1f}", p_value)
     console.print(ranked)
     console.print(
-        f"R² {analysis['r_squared']:.3f}  adj. R² {analysis['adj_r_squared']:.3f}  "
-        f"RMSE {analysis['rmse']:.1f}  from {analysis['trials_used']} trials "
+        f"R² {_num(analysis['r_squared'], '.3f')}  "
+        f"adj. R² {_num(analysis['adj_r_squared'], '.3f')}  "
+        f"RMSE {_num(analysis['rmse'])}  from {analysis['trials_used']} trials "
         f"({analysis['trials_failed']} failed, left out)"
     )
+
+
+def _num(value: float | None, spec: str = ".1f") -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _fmt(value: object) -> str:
