@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 
 from app.config import Settings
 from app.db.session import AsyncSession, Database
@@ -48,3 +48,7 @@ DatabaseDep = Annotated[Database, Depends(get_database)]
 QueueDep = Annotated[TaskQueue, Depends(get_queue)]
 TargetsDep = Annotated[Mapping[str, TargetSpec], Depends(get_targets)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+# Ids are 32-bit database integers: anything larger can name nothing and must not reach a driver.
+ExperimentId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+TrialId = Annotated[int, Path(ge=1, le=2**31 - 1)]

@@ -293,3 +293,9 @@ async def test_start_without_broker_is_503_and_loses_nothing(api_without_broker)
     assert "unreachable" in response.json()["detail"]
     trials = (await api_without_broker.get(f"/experiments/{created['id']}/trials")).json()
     assert {t["status"] for t in trials} == {"pending"}
+
+
+async def test_ids_beyond_the_database_range_are_422_not_500(api):
+    for path in ("/experiments/99999999999999999999", "/trials/0", "/experiments/-1/trials"):
+        response = await api.get(path)
+        assert response.status_code == 422, (path, response.text)

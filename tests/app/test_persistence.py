@@ -35,6 +35,13 @@ async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int
         return trial.id
 
 
+async def claim(database: Database, trial_id: int) -> trial_runs.ClaimedTrial | None:
+    async with database.session() as session:
+        return await trial_runs.claim(
+            session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
+        )
+
+
 async def test_migrations_match_the_models(database):
     def diff(connection):
         return compare_metadata(MigrationContext.configure(connection), Base.metadata)
@@ -93,19 +100,12 @@ async def test_concurrent_claims_have_one_winner(database):
 async def test_only_queued_trials_are_claimed(database):
     for status in (TrialStatus.PENDING, TrialStatus.SUCCEEDED, TrialStatus.CANCELLED):
         trial_id = await new_trial(database, status)
-        async with database.session() as session:
-            claimed = await trial_runs.claim(
-                session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
-            )
-        assert claimed is None
+        assert await claim(database, trial_id) is None
 
 
 async def test_results_are_recorded_and_complete_the_experiment(database):
     trial_id = await new_trial(database)
-    async with database.session() as session:
-        claimed = await trial_runs.claim(
-            session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
-        )
+    claimed = await claim(database, trial_id)
     assert claimed is not None
     async with database.session() as session:
         assert await trial_runs.record_success(
@@ -125,10 +125,7 @@ async def test_results_are_recorded_and_complete_the_experiment(database):
 
 async def test_failures_keep_their_error(database):
     trial_id = await new_trial(database)
-    async with database.session() as session:
-        claimed = await trial_runs.claim(
-            session, trial_id=trial_id, worker="w", lease=timedelta(minutes=1)
-        )
+    claimed = await claim(database, trial_id)
     assert claimed is not None
     async with database.session() as session:
         await trial_runs.record_failure(session, claimed=claimed, error="sysbench exited 1")

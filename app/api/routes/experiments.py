@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, status
 
-from app.api.deps import QueueDep, SessionDep, SettingsDep, TargetsDep
+from app.api.deps import ExperimentId, QueueDep, SessionDep, SettingsDep, TargetsDep
 from app.api.schemas import (
     AnalysisOut,
     ExperimentIn,
@@ -72,13 +72,13 @@ async def list_experiments(
 
 
 @router.get("/{experiment_id}")
-async def get_experiment(experiment_id: int, session: SessionDep) -> ExperimentOut:
+async def get_experiment(experiment_id: ExperimentId, session: SessionDep) -> ExperimentOut:
     """One experiment with its progress and best result so far."""
     return _out(await experiments.get(session, experiment_id=experiment_id))
 
 
 @router.get("/{experiment_id}/trials")
-async def list_trials(experiment_id: int, session: SessionDep) -> list[TrialOut]:
+async def list_trials(experiment_id: ExperimentId, session: SessionDep) -> list[TrialOut]:
     """The experiment's trials in run order."""
     trials = await experiments.get_trials(session, experiment_id=experiment_id)
     return [TrialOut.model_validate(t) for t in trials]
@@ -86,7 +86,7 @@ async def list_trials(experiment_id: int, session: SessionDep) -> list[TrialOut]
 
 @router.post("/{experiment_id}/start")
 async def start_experiment(
-    experiment_id: int, session: SessionDep, queue: QueueDep, targets: TargetsDep
+    experiment_id: ExperimentId, session: SessionDep, queue: QueueDep, targets: TargetsDep
 ) -> ExperimentOut:
     """Queue every pending trial, in run order, for the workers."""
     detail = await experiments.start(
@@ -96,14 +96,14 @@ async def start_experiment(
 
 
 @router.post("/{experiment_id}/cancel")
-async def cancel_experiment(experiment_id: int, session: SessionDep) -> ExperimentOut:
+async def cancel_experiment(experiment_id: ExperimentId, session: SessionDep) -> ExperimentOut:
     """Cancel every trial that has not started yet."""
     return _out(await experiments.cancel(session, experiment_id=experiment_id))
 
 
 @router.post("/{experiment_id}/observations", status_code=status.HTTP_201_CREATED)
 async def record_observations(
-    experiment_id: int,
+    experiment_id: ExperimentId,
     session: SessionDep,
     targets: TargetsDep,
     observations: Annotated[list[ObservationIn], Body(max_length=1000)],
@@ -120,7 +120,7 @@ async def record_observations(
 
 @router.get("/{experiment_id}/analysis")
 async def analyze_experiment(
-    experiment_id: int,
+    experiment_id: ExperimentId,
     session: SessionDep,
     targets: TargetsDep,
     response: Annotated[str | None, Query(max_length=64)] = None,
