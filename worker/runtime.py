@@ -34,3 +34,14 @@ def database() -> Database:
     if _database is None:
         _database = Database(get_settings().database_url)
     return _database
+
+
+def close() -> None:
+    """Dispose of the database pool and close the loop (at worker shutdown)."""
+    global _database, _loop
+    if _database is not None and _loop is not None and not _loop.is_closed():
+        _loop.run_until_complete(_database.dispose())
+    _database = None
+    if _loop is not None:
+        _loop.close()
+        _loop = None

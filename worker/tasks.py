@@ -9,6 +9,8 @@ import socket
 import traceback
 from datetime import timedelta
 
+from celery.signals import worker_shutdown
+
 from app.config import get_settings
 from app.queue import RUN_TRIAL_TASK
 from app.services import trial_runs
@@ -70,3 +72,12 @@ def _target(name: str) -> Target:
             raise TargetError(f"target '{name}' is not defined in this worker's targets file")
         _targets[name] = build_target(specs[name])
     return _targets[name]
+
+
+@worker_shutdown.connect
+def _release_targets(**_: object) -> None:
+    """Release what the targets hold (e.g. cluster processes) and close the database pool."""
+    while _targets:
+        _, target = _targets.popitem()
+        target.close()
+    runtime.close()

@@ -110,3 +110,26 @@ def test_cancel_stops_what_has_not_run(service: Client):
     created = service.create_experiment(spec)
     cancelled = service.cancel(created["id"])
     assert cancelled["progress"]["cancelled"] == len(created["trials"])
+
+
+def test_failed_trials_keep_their_error_and_are_left_out_of_the_fit(service: Client):
+    # The simulated cluster has at most 16 nodes: the runs at 40 nodes fail on the target.
+    spec = {
+        "name": "beyond the simulator",
+        "target": "simulated",
+        "factors": [
+            {"name": "nodes", "kind": "integer", "levels": [1, 3, 9, 40]},
+            {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 32},
+        ],
+        "design": {"kind": "full_factorial", "levels": 3, "seed": 5},
+        "objective": {"response": "tps"},
+    }
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    done = wait_for_status(service, created["id"], "completed")
+    assert done["progress"]["failed"] == 3 and done["progress"]["succeeded"] == 9
+    failed = [t for t in service.trials(created["id"]) if t["status"] == "failed"]
+    assert all(t["config"]["nodes"] == 40 and "nodes" in t["error"] for t in failed)
+    assert all(t["responses"] is None and t["finished_at"] for t in failed)
+    analysis = service.analysis(created["id"])
+    assert analysis["trials_used"] == 9 and analysis["trials_failed"] == 3
