@@ -46,6 +46,9 @@ def demo(
     except (DemoError, ApiError) as error:
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print("interrupted: the API and the worker were stopped")
+        raise typer.Exit(130) from None
 
 
 def main() -> None:

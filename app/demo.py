@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +31,10 @@ def run_demo(
     spec_path: Path = QUICKSTART, *, timeout: float = 300.0, model: str = "quadratic"
 ) -> None:
     """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all."""
+    # Ctrl-C and SIGTERM both end the demo through the `finally` that stops the children, even
+    # when the demo was started with SIGINT ignored (as a background job of a script).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     console = Console()
     spec = yaml.safe_load(spec_path.read_text())
     port = free_port()
@@ -57,6 +62,10 @@ def run_demo(
         finally:
             for child in reversed(children):
                 child.stop()
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _wait_for_api(client: Client, children: list[ChildProcess]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import redis
 from celery import Celery
@@ -12,7 +13,11 @@ TRIALS_QUEUE = "trials"
 
 
 class BrokerUnavailableError(RuntimeError):
-    """The broker could not be reached; nothing was sent."""
+    """The broker could not be reached; `sent` messages went out before it failed."""
+
+    def __init__(self, message: str, sent: int = 0) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class TaskQueue:
@@ -38,9 +43,16 @@ class TaskQueue:
                 f"broker {self._redacted()} unreachable: {error}"
             ) from error
 
-    async def enqueue_trial(self, trial_id: int) -> None:
-        """Send one `run_trial(trial_id)` message."""
-        await asyncio.to_thread(self._send, trial_id)
+    async def enqueue_trials(self, trial_ids: Sequence[int]) -> None:
+        """Send one `run_trial(trial_id)` message per id, in order."""
+        await asyncio.to_thread(self._send_all, list(trial_ids))
+
+    def _send_all(self, trial_ids: list[int]) -> None:
+        for sent, trial_id in enumerate(trial_ids):
+            try:
+                self._send(trial_id)
+            except BrokerUnavailableError as error:
+                raise BrokerUnavailableError(str(error), sent=sent) from error
 
     async def ping(self) -> None:
         """Raise BrokerUnavailableError unless the broker answers."""

@@ -182,33 +182,40 @@ async def start(
             f"record results with POST /experiments/{experiment_id}/observations"
         )
     pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
-    if pending:
-        experiment.status = ExperimentStatus.RUNNING
-        await session.commit()
-    for trial in pending:
-        queued = await repositories.transition(
+    # One transaction of conditional updates: a concurrent start waits on these rows and then
+    # finds them no longer pending, so no trial is sent twice. Committed before anything is sent,
+    # so a worker always finds its trial queued.
+    now, status_before = utcnow(), experiment.status
+    queued = [
+        trial.id
+        for trial in pending
+        if await repositories.transition(
             session,
             trial.id,
             from_statuses=[TrialStatus.PENDING],
             to_status=TrialStatus.QUEUED,
-            values={"queued_at": utcnow()},
+            values={"queued_at": now},
         )
-        await session.commit()
-        if not queued:
-            continue
-        try:
-            await queue.enqueue_trial(trial.id)
-        except BrokerUnavailableError as error:
-            # Put it back so a later start sends it again; the rest stay pending.
+    ]
+    if queued:
+        experiment.status = ExperimentStatus.RUNNING
+    await session.commit()
+    try:
+        await queue.enqueue_trials(queued)
+    except BrokerUnavailableError as error:
+        # Whatever was not sent goes back to pending, so a later start sends it.
+        for trial_id in queued[error.sent :]:
             await repositories.transition(
                 session,
-                trial.id,
+                trial_id,
                 from_statuses=[TrialStatus.QUEUED],
                 to_status=TrialStatus.PENDING,
                 values={"queued_at": None},
             )
-            await session.commit()
-            raise UnavailableError(str(error)) from error
+        if error.sent == 0:
+            experiment.status = status_before
+        await session.commit()
+        raise UnavailableError(str(error)) from error
     return await get(session, experiment_id=experiment_id)
 
 

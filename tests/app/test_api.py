@@ -293,6 +293,8 @@ async def test_start_without_broker_is_503_and_loses_nothing(api_without_broker)
     assert "unreachable" in response.json()["detail"]
     trials = (await api_without_broker.get(f"/experiments/{created['id']}/trials")).json()
     assert {t["status"] for t in trials} == {"pending"}
+    experiment = (await api_without_broker.get(f"/experiments/{created['id']}")).json()
+    assert experiment["status"] == "planned"
 
 
 async def test_ids_beyond_the_database_range_are_422_not_500(api):

@@ -4,21 +4,36 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 pytestmark = pytest.mark.integration
 
 
-def test_demo_prints_the_optimum_and_stops_what_it_started(redis_url: str, tmp_path: Path):
+@pytest.fixture
+def demo_broker(redis_url: str) -> Iterator[str]:
+    """A Redis database of the demo's own: an interrupted demo leaves messages for trial ids of
+    its database, which no other test's worker may take."""
+    url = redis_url.rsplit("/", 1)[0] + "/13"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+def test_demo_prints_the_optimum_and_stops_what_it_started(demo_broker: str, tmp_path: Path):
     env = os.environ | {
         # An empty database: the demo's API creates the schema by migrating it at start.
         "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'demo.sqlite3'}",
-        "GALERA_DOE_BROKER_URL": redis_url,
+        "GALERA_DOE_BROKER_URL": demo_broker,
         "COLUMNS": "120",
     }
     galera_doe = Path(sys.executable).with_name("galera-doe")
@@ -34,5 +49,44 @@ def test_demo_prints_the_optimum_and_stops_what_it_started(redis_url: str, tmp_p
     assert elapsed < 60, f"the demo took {elapsed:.0f} s"
     pids = [int(pid) for pid in re.findall(r"pid (\d+)", out)]
     assert len(pids) == 2, out
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the demo"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_demo_stops_its_children(demo_broker: str, tmp_path: Path, signum: int):
+    spec = tmp_path / "large.yaml"
+    spec.write_text(
+        "name: large\ntarget: simulated\n"
+        "factors:\n"
+        "  - {name: nodes, kind: integer, low: 1, high: 9}\n"
+        "  - {name: clients, kind: integer, low: 1, high: 8}\n"
+        "  - {name: threads_per_client, kind: integer, low: 4, high: 32}\n"
+        "design: {kind: full_factorial, levels: 9}\n"
+        "objective: {response: tps}\n"
+    )
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'demo.sqlite3'}",
+        "GALERA_DOE_BROKER_URL": demo_broker,
+    }
+    galera_doe = Path(sys.executable).with_name("galera-doe")
+    demo = subprocess.Popen(
+        [str(galera_doe), "demo", str(spec)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    assert demo.stdout is not None
+    for line in demo.stdout:
+        lines.append(line)
+        if "planned trials" in line:
+            break
+    demo.send_signal(signum)
+    assert demo.wait(timeout=30) == 130
+    assert "interrupted" in demo.stderr.read()  # type: ignore[union-attr]
+    pids = [int(pid) for pid in re.findall(r"pid (\d+)", "".join(lines))]
+    assert len(pids) == 2, lines
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the demo"
