@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Value = int | float | str
+
+
+Constraint = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        examples=["clients * threads_per_client <= 256"],
+        description="a linear inequality on factors; a product of two factors is allowed",
+    ),
+]
 
 
 class Strict(BaseModel):
@@ -30,12 +41,27 @@ class FactorIn(Strict):
 
 
 class DesignIn(Strict):
-    """Which design to plan; the planner checks the values and the size."""
+    """Which design to plan and its options; the planner checks the values and the size.
+
+    kind: full_factorial, fractional_factorial, plackett_burman, ccd, box_behnken,
+    latin_hypercube or d_optimal.
+    """
 
     kind: str = Field(default="full_factorial", max_length=40)
-    levels: int = 2
-    centre_points: int = 0
+    levels: int = Field(default=2, description="levels per low/high factor (full factorial)")
+    resolution: int | None = Field(default=None, description="fractional factorial resolution")
+    runs: int | None = Field(
+        default=None, description="run count (fractional, Plackett-Burman, LHS, D-optimal)"
+    )
+    ccd_type: str = Field(default="circumscribed", max_length=20)
+    alpha: str | float = Field(default="rotatable", description="rotatable, orthogonal or a number")
+    model: str | None = Field(
+        default=None, max_length=20, description="linear, interaction or quadratic"
+    )
+    candidates: int | None = Field(default=None, description="D-optimal candidate set size")
+    centre_points: int = Field(default=0, description="centre points per block")
     replicates: int = 1
+    blocks: int = 1
     randomize: bool = True
     seed: int = 0
 
@@ -54,7 +80,17 @@ class ExperimentIn(Strict):
     target: str = Field(max_length=100, examples=["simulated"])
     factors: list[FactorIn] = Field(min_length=1, max_length=30)
     design: DesignIn | None = Field(default_factory=DesignIn)
+    constraints: list[Constraint] = Field(default_factory=list, max_length=20)
     objective: ObjectiveIn
+
+
+class DesignPreviewIn(Strict):
+    """A design to plan without storing anything (the target, if named, checks the factors)."""
+
+    factors: list[FactorIn] = Field(min_length=1, max_length=30)
+    design: DesignIn = Field(default_factory=DesignIn)
+    constraints: list[Constraint] = Field(default_factory=list, max_length=20)
+    target: str | None = Field(default=None, max_length=100)
 
 
 class ObservationIn(Strict):
@@ -75,8 +111,10 @@ class TrialOut(BaseModel):
     std_order: int | None
     block: int
     replicate: int
+    whole_plot: int | None
     point_type: str
     rounded: bool
+    duplicate_of: int | None
     source: str
     config: dict[str, Value]
     coded: dict[str, float] | None
@@ -117,6 +155,7 @@ class ExperimentOut(BaseModel):
     factors: list[dict[str, Any]]
     design: dict[str, Any] | None
     design_notes: list[str]
+    constraints: list[str]
     objective: dict[str, Any]
     created_at: datetime
     updated_at: datetime
@@ -153,3 +192,35 @@ class HealthOut(BaseModel):
     status: Literal["ok", "degraded"]
     database: ServiceHealth
     broker: ServiceHealth
+
+
+class DesignPointOut(BaseModel):
+    """One run of a design table."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    run_order: int
+    std_order: int | None
+    block: int
+    whole_plot: int | None
+    replicate: int
+    point_type: str
+    config: dict[str, Value]
+    coded: dict[str, float] | None
+    rounded: bool
+    duplicate_of: int | None
+    trial_id: int | None = None
+    status: str | None = None
+
+
+class DesignOut(BaseModel):
+    """A planned design: its runs, the family's facts (e.g. aliases), quality and notes."""
+
+    kind: str
+    model: str
+    runs: int
+    points: list[DesignPointOut]
+    family: dict[str, Any]
+    quality: dict[str, Any]
+    removed_by_constraints: int
+    notes: list[str]

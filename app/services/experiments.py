@@ -7,16 +7,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.constraints import parse_constraints
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
 from app.db.models import Experiment, Trial, utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
+from app.services import designs
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments import analysis
-from experiments.designs import DesignRequest, design_size, plan
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
 
@@ -33,6 +34,7 @@ class NewExperiment:
     factors: list[dict[str, Any]]
     objective: dict[str, Any]
     design: dict[str, Any] | None = None
+    constraints: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -82,37 +84,23 @@ async def create(
         factors=space.to_dicts(),
         design=new.design,
         design_notes=[],
+        constraints=list(new.constraints),
         objective=objective,
         status=ExperimentStatus.PLANNED,
     )
     trials: list[Trial] = []
     if new.design is not None:
-        request = DesignRequest.from_dict(new.design)
-        size = design_size(space, request)
-        if size > max_design_runs:
-            raise DomainError(
-                "design",
-                f"the design needs {size} runs, more than the limit of {max_design_runs} "
-                "(GALERA_DOE_MAX_DESIGN_RUNS)",
-            )
-        design = plan(space, request)
+        design = designs.planned(
+            space,
+            design=new.design,
+            constraints=new.constraints,
+            max_design_runs=max_design_runs,
+        )
         experiment.design_notes = list(design.notes)
-        trials = [
-            Trial(
-                run_order=point.run_order,
-                std_order=point.std_order,
-                block=point.block,
-                replicate=point.replicate,
-                point_type=point.point_type,
-                rounded=point.rounded,
-                source=TrialSource.DESIGN,
-                config=dict(point.config),
-                coded=dict(point.coded),
-                status=TrialStatus.PENDING,
-                attempts=0,
-            )
-            for point in design.points
-        ]
+        experiment.design_report = designs.report_of(design)
+        trials = designs.trials_of(design)
+    else:
+        parse_constraints(new.constraints, space)
     session.add(experiment)
     await session.flush()
     for trial in trials:

@@ -20,6 +20,14 @@ from statsmodels.regression.linear_model import RegressionResults
 from experiments.designs import factor_levels
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.terms import (
+    MODEL_ORDERS,
+    ModelTerms,
+    columns_of,
+    distinct_levels,
+    factor_columns,
+    main_columns,
+)
 
 __all__ = [
     "GOALS",
@@ -31,7 +39,7 @@ __all__ = [
     "fit",
 ]
 
-MODELS: tuple[str, ...] = ("linear", "interaction", "quadratic")
+MODELS: tuple[str, ...] = MODEL_ORDERS
 GOALS: tuple[str, ...] = ("maximize", "minimize")
 CONFIDENCE = 0.95
 # The optimum is searched over every lattice point up to this many, else coordinate-wise.
@@ -177,17 +185,14 @@ def fit(
         )
     observed = [_checked_config(space, i, config) for i, config in enumerate(configs)]
     y = np.array([_checked_value(i, value) for i, value in enumerate(values)])
-    distinct = [len({c[f.name] for c in observed}) for f in space.factors]
-    terms = _Terms(space, model, distinct)
+    terms = ModelTerms(space, model, distinct_levels(space, observed))
     if len(y) < len(terms.names) + 1:
         raise DomainError(
             "response",
             f"the {model} model has {len(terms.names)} parameters, so it needs at least "
             f"{len(terms.names) + 1} observations; {len(y)} given",
         )
-    x = terms.matrix(
-        np.hstack([_factor_block(f, [c[f.name] for c in observed]) for f in space.factors])
-    )
+    x = terms.matrix(main_columns(space, observed))
     _check_estimable(x, terms.names)
     results = sm.OLS(y, x).fit()
     # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
@@ -206,7 +211,7 @@ def fit(
             for j, name in enumerate(terms.names)
         ]
         effects = [
-            _effect(space, terms, results, i) for i, f in enumerate(space.factors) if _width(f)
+            _effect(space, terms, results, i) for i, f in enumerate(space.factors) if columns_of(f)
         ]
         return Analysis(
             model=model,
@@ -220,76 +225,6 @@ def fit(
             ranked_factors=sorted(effects, key=lambda e: -abs(e.effect)),
             optimum=_optimum(space, terms, results, goal, observed),
         )
-
-
-class _Terms:
-    """The columns of the model matrix, built from the main-effect columns.
-
-    Main-effect columns are one per numeric factor (coded) and one per non-reference level of a
-    categorical factor (dummy); the interaction and quadratic models add the product of every two
-    main-effect columns of different factors, and the quadratic model the square of every numeric
-    factor with at least three distinct observed levels (with two, a square is the intercept).
-    """
-
-    def __init__(self, space: FactorSpace, model: str, distinct: Sequence[int]) -> None:
-        mains: list[tuple[str, int]] = []
-        for i, factor in enumerate(space.factors):
-            if factor.is_numeric:
-                names = [factor.name]
-            else:
-                names = [f"{factor.name}[{level}]" for level in (factor.levels or ())[1:]]
-            mains += [(name, i) for name in names[: _width(factor)]]
-        self.pairs = [
-            (a, b)
-            for a, b in itertools.combinations(range(len(mains)), 2)
-            if model in ("interaction", "quadratic") and mains[a][1] != mains[b][1]
-        ]
-        self.squares = [
-            j
-            for j, (_, i) in enumerate(mains)
-            if model == "quadratic" and space.factors[i].is_numeric and distinct[i] >= 3
-        ]
-        self.names = [
-            "Intercept",
-            *(name for name, _ in mains),
-            *(f"{mains[a][0]}:{mains[b][0]}" for a, b in self.pairs),
-            *(f"{mains[j][0]}^2" for j in self.squares),
-        ]
-        self.factors = [
-            set(),
-            *({factor} for _, factor in mains),
-            *({mains[a][1], mains[b][1]} for a, b in self.pairs),
-            *({mains[j][1]} for j in self.squares),
-        ]
-
-    def matrix(self, mains: np.ndarray) -> np.ndarray:
-        """Model matrix from main-effect columns (one row per point)."""
-        return np.column_stack(
-            [
-                np.ones(len(mains)),
-                mains,
-                *(mains[:, a] * mains[:, b] for a, b in self.pairs),
-                *(mains[:, j] ** 2 for j in self.squares),
-            ]
-        )
-
-
-def _width(factor: Factor) -> int:
-    """Number of main-effect columns of a factor: none when it is fixed at a single level."""
-    if factor.levels is not None and len(factor.levels) == 1:
-        return 0
-    return 1 if factor.is_numeric else len(factor.levels or ()) - 1
-
-
-def _factor_block(factor: Factor, values: Sequence[Value]) -> np.ndarray:
-    """Main-effect columns of one factor for the given natural values."""
-    if not _width(factor):
-        return np.zeros((len(values), 0))
-    if factor.is_numeric:
-        rows = [[factor.encode(v)] for v in values]
-    else:
-        rows = [[float(v == level) for level in (factor.levels or ())[1:]] for v in values]
-    return np.array(rows, dtype=float).reshape(-1, _width(factor))
 
 
 def _checked_config(space: FactorSpace, index: int, config: Mapping[str, object]) -> Config:
@@ -327,14 +262,16 @@ def _centre_mains(space: FactorSpace) -> np.ndarray:
     """Main-effect columns at the centre: numeric factors at 0, categorical levels averaged."""
     return np.concatenate(
         [
-            np.zeros(_width(f)) if f.is_numeric else np.full(_width(f), 1.0 / (_width(f) + 1))
+            np.zeros(columns_of(f))
+            if f.is_numeric
+            else np.full(columns_of(f), 1.0 / (columns_of(f) + 1))
             for f in space.factors
         ]
     )
 
 
 def _effect(
-    space: FactorSpace, terms: _Terms, results: RegressionResults, index: int
+    space: FactorSpace, terms: ModelTerms, results: RegressionResults, index: int
 ) -> FactorEffect:
     factor = space.factors[index]
     settings: list[Value]
@@ -342,8 +279,8 @@ def _effect(
         settings = [factor.check_value(end) for end in factor.bounds]
     else:
         settings = list(factor.levels or ())
-    block = _factor_block(factor, settings)
-    start = sum(_width(f) for f in space.factors[:index])
+    block = factor_columns(factor, settings)
+    start = sum(columns_of(f) for f in space.factors[:index])
     rows = np.tile(_centre_mains(space), (len(settings), 1))
     rows[:, start : start + block.shape[1]] = block
     predicted = terms.matrix(rows) @ results.params
@@ -366,13 +303,15 @@ def _effect(
 
 def _optimum(
     space: FactorSpace,
-    terms: _Terms,
+    terms: ModelTerms,
     results: RegressionResults,
     goal: str,
     observed: list[Config],
 ) -> Optimum:
     candidates = _candidates(space, observed)
-    blocks = [_factor_block(f, values) for f, values in zip(space.factors, candidates, strict=True)]
+    blocks = [
+        factor_columns(f, values) for f, values in zip(space.factors, candidates, strict=True)
+    ]
     sign = 1.0 if goal == "maximize" else -1.0
 
     def score(index: np.ndarray) -> np.ndarray:

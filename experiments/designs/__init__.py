@@ -1,23 +1,33 @@
-"""The planner: design requests, run tables, and a design's size before it is built.
+"""The planner: from a factor space and a design request to a run table with its quality report.
 
-Each design family is a module with `size(space, request)` and `points(space, request)`; this
-package adds what every family shares: replicates, centre points, run order and rounding flags.
+Each design family is the module `experiments/designs/<kind>.py` (see `base.Family`); this
+package does what every family shares, in this order: centre points (per block), replicates,
+decoding to natural values (integers rounded, explicit levels snapped to the nearest, with the
+`rounded` flag), removal of runs that break the constraints, reporting of points that collapsed
+onto each other, the run order (randomized within blocks, grouped into whole plots by the
+hard-to-change factors), and the quality report for the chosen model.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Protocol
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experiments.designs import full_factorial
+from experiments.designs.base import Family
 from experiments.designs.full_factorial import factor_levels
+from experiments.designs.quality import DesignQuality, assess
+from experiments.designs.request import KINDS, DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
+
+if TYPE_CHECKING:
+    from experiments.constraints import Constraint
 
 __all__ = [
     "KINDS",
@@ -29,62 +39,8 @@ __all__ = [
     "plan",
 ]
 
-
-class _Family(Protocol):
-    def size(self, space: FactorSpace, request: DesignRequest) -> int: ...
-
-    def points(
-        self, space: FactorSpace, request: DesignRequest
-    ) -> list[tuple[dict[str, float], Config]]: ...
-
-
-_FAMILIES: dict[str, _Family] = {"full_factorial": full_factorial}
-KINDS: tuple[str, ...] = tuple(_FAMILIES)
-
-# Inclusive bounds of the whole-number options.
-_LIMITS: dict[str, tuple[int, int]] = {
-    "levels": (2, 9),
-    "centre_points": (0, 100),
-    "replicates": (1, 20),
-    "seed": (0, 2**32 - 1),
-}
 # A point counts as moved by rounding when its coded position shifts by more than float noise.
 _CODED_TOLERANCE = 1e-9
-
-
-@dataclass(frozen=True)
-class DesignRequest:
-    """What to plan: the design family and its options, validated on construction."""
-
-    kind: str = "full_factorial"
-    levels: int = 2
-    centre_points: int = 0
-    replicates: int = 1
-    randomize: bool = True
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.kind, str) or self.kind not in _FAMILIES:
-            raise DomainError("design.kind", f"must be one of {', '.join(KINDS)}")
-        for name, (low, high) in _LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise DomainError(f"design.{name}", f"must be a whole number from {low} to {high}")
-        if not isinstance(self.randomize, bool):
-            raise DomainError("design.randomize", "must be true or false")
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, object]) -> DesignRequest:
-        """Build from a plain dict (JSON); missing options take their defaults."""
-        if not isinstance(raw, Mapping):
-            raise DomainError("design", "must be an object of design options")
-        options = [f.name for f in fields(cls)]
-        unknown = sorted(str(key) for key in raw if key not in options)
-        if unknown:
-            raise DomainError(
-                f"design.{unknown[0]}", f"is not a design option; options are {', '.join(options)}"
-            )
-        return cls(**raw)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -93,77 +49,130 @@ class DesignPoint:
 
     `coded` is the point's planned position; `config` the natural values that are actually run.
     They disagree, and `rounded` is set, when an integer factor is rounded or a factor with
-    explicit levels takes the level nearest its centre. `std_order` and `run_order` are 1-based;
-    `replicate` numbers the repeats of a factorial point, and the centre runs of one setting.
+    explicit levels takes its nearest level. `duplicate_of` names the standard order of an
+    earlier, different design point that this one collapsed onto after rounding (not set for
+    intended replicates and centre points). `whole_plot` numbers the group of consecutive runs
+    that share the hard-to-change factors' settings (None when no factor is hard to change).
     """
 
     std_order: int
     run_order: int
     replicate: int
     block: int
+    whole_plot: int | None
     point_type: str
     coded: dict[str, float]
-    config: dict[str, Value]
+    config: Config
     rounded: bool
+    duplicate_of: int | None
 
 
 @dataclass(frozen=True)
 class Design:
-    """A planned design: its points in run order, and notes for the person who asked for it."""
+    """A planned design: runs in run order, the family's facts, quality, and notes for the user."""
 
     kind: str
+    model: str
     points: tuple[DesignPoint, ...]
+    family: dict[str, Any]
+    quality: DesignQuality
+    removed_by_constraints: int
     notes: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain, JSON-serializable dict."""
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "runs": len(self.points),
+            "points": [asdict(p) for p in self.points],
+            "family": self.family,
+            "quality": self.quality.as_dict(),
+            "removed_by_constraints": self.removed_by_constraints,
+            "notes": list(self.notes),
+        }
+
+
+def _family(kind: str) -> Family:
+    module: Family = importlib.import_module(f"experiments.designs.{kind}")  # type: ignore[assignment]
+    return module
 
 
 def design_size(space: FactorSpace, request: DesignRequest) -> int:
-    """Number of runs `plan` would produce, computed without building the design."""
+    """Number of runs `plan` would produce (before constraints), without building the design."""
+    family = _family(request.kind)
+    family.check(space, request)
     _check_centre_points(space, request)
-    categorical = math.prod(len(f.levels or ()) for f in space.factors if not f.is_numeric)
     return (
-        _FAMILIES[request.kind].size(space, request) * request.replicates
-        + request.centre_points * categorical
+        family.size(space, request) * request.replicates
+        + request.centre_points * request.blocks * _categorical_combinations(space)
     )
 
 
-def plan(space: FactorSpace, request: DesignRequest) -> Design:
-    """Plan the design: the family's points times replicates, plus centre points, in run order.
-
-    Centre points sit at the centre of every numeric factor. Categorical factors have no centre,
-    so the centre points are repeated at every combination of categorical levels; a space with
-    only categorical factors cannot have centre points.
-    """
+def plan(
+    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint] = ()
+) -> Design:
+    """Plan the design: the family's runs, then everything the families share (module doc)."""
+    family = _family(request.kind)
+    family.check(space, request)
     _check_centre_points(space, request)
-    factorial = _FAMILIES[request.kind].points(space, request)
-    runs = [
-        (replicate, "factorial", coded, config)
+    runs = family.build(space, request, constraints)
+    rows = [
+        (replicate, point_type, block, coded)
         for replicate in range(1, request.replicates + 1)
-        for coded, config in factorial
+        for coded, point_type, block in zip(runs.coded, runs.point_types, runs.blocks, strict=True)
     ]
-    centres = _centre_runs(space, request)
-    runs += [
-        (replicate, "centre", coded, config)
-        for replicate in range(1, request.centre_points + 1)
-        for coded, config in centres
+    if not runs.has_centre_points:
+        rows += [
+            (replicate, "centre", block, coded)
+            for block in sorted(set(runs.blocks))
+            for replicate in range(1, request.centre_points + 1)
+            for coded in _centre_rows(space)
+        ]
+    planned = [
+        (std_order, replicate, point_type, block, coded, *_decode(space, coded))
+        for std_order, (replicate, point_type, block, coded) in enumerate(rows, start=1)
     ]
-    run_orders = _run_orders(len(runs), request)
+    feasible = [p for p in planned if all(c.satisfied(p[5]) for c in constraints)]
+    if not feasible:
+        raise DomainError(
+            "constraints", f"every one of the {len(planned)} planned runs breaks a constraint"
+        )
+    duplicates = _collapsed(space, feasible)
+    orders, plots = _run_order(space, request, feasible)
     points = sorted(
         (
             DesignPoint(
-                std_order=i + 1,
-                run_order=run_orders[i],
+                std_order=std_order,
+                run_order=orders[std_order],
                 replicate=replicate,
-                block=1,
+                block=block,
+                whole_plot=plots.get(std_order),
                 point_type=point_type,
-                coded=dict(coded),
-                config=dict(config),
-                rounded=_moved(space, coded, config),
+                coded={f.name: float(c) for f, c in zip(space.factors, coded, strict=True)},
+                config=config,
+                rounded=rounded,
+                duplicate_of=duplicates.get(std_order),
             )
-            for i, (replicate, point_type, coded, config) in enumerate(runs)
+            for std_order, replicate, point_type, block, coded, config, rounded in feasible
         ),
         key=lambda point: point.run_order,
     )
-    return Design(kind=request.kind, points=tuple(points), notes=_notes(space, request, points))
+    quality = assess(space, [p.config for p in points], request.model_order)
+    removed = len(planned) - len(feasible)
+    return Design(
+        kind=request.kind,
+        model=request.model_order,
+        points=tuple(points),
+        family=runs.report,
+        quality=quality,
+        removed_by_constraints=removed,
+        notes=_notes(space, request, points, removed),
+    )
+
+
+def _categorical_combinations(space: FactorSpace) -> int:
+    return math.prod(len(f.levels or ()) for f in space.factors if not f.is_numeric)
 
 
 def _check_centre_points(space: FactorSpace, request: DesignRequest) -> None:
@@ -171,48 +180,87 @@ def _check_centre_points(space: FactorSpace, request: DesignRequest) -> None:
         raise DomainError("design.centre_points", "centre points need at least one numeric factor")
 
 
-def _centre_runs(
-    space: FactorSpace, request: DesignRequest
-) -> list[tuple[dict[str, float], Config]]:
+def _centre_rows(space: FactorSpace) -> list[np.ndarray]:
+    """Coded centre points: numeric factors at 0, repeated at every categorical combination."""
     choices = [
-        [_centre(f)] if f.is_numeric else factor_levels(f, request.levels) for f in space.factors
-    ]
-    return [
-        (
-            {f.name: c for f, (c, _) in zip(space.factors, combo, strict=True)},
-            {f.name: v for f, (_, v) in zip(space.factors, combo, strict=True)},
-        )
-        for combo in itertools.product(*choices)
-    ]
-
-
-def _centre(factor: Factor) -> tuple[float, Value]:
-    if factor.levels is not None:
-        nearest = min(factor.levels, key=lambda v: abs(factor.encode(v)))
-        return 0.0, factor.check_value(nearest)
-    return 0.0, factor.decode(0.0)
-
-
-def _moved(space: FactorSpace, coded: Mapping[str, float], config: Mapping[str, Value]) -> bool:
-    return any(
-        abs(f.encode(config[f.name]) - coded[f.name]) > _CODED_TOLERANCE
+        [0.0] if f.is_numeric else [f.encode(level) for level in f.levels or ()]
         for f in space.factors
+    ]
+    return [np.array(combo, dtype=float) for combo in itertools.product(*choices)]
+
+
+def _decode(space: FactorSpace, coded: np.ndarray) -> tuple[Config, bool]:
+    """Natural values of a coded point, and whether rounding or snapping moved it."""
+    config = {f.name: _natural(f, float(c)) for f, c in zip(space.factors, coded, strict=True)}
+    moved = any(
+        abs(f.encode(config[f.name]) - float(c)) > _CODED_TOLERANCE
+        for f, c in zip(space.factors, coded, strict=True)
         if f.is_numeric
     )
+    return config, moved
 
 
-def _run_orders(count: int, request: DesignRequest) -> list[int]:
-    """Run order (1-based) of each run in standard order."""
-    if not request.randomize:
-        return list(range(1, count + 1))
-    sequence = np.random.default_rng(request.seed).permutation(count)
-    orders = np.empty(count, dtype=int)
-    orders[sequence] = np.arange(1, count + 1)
-    return orders.tolist()
+def _natural(factor: Factor, coded: float) -> Value:
+    if factor.is_numeric and factor.levels is not None:
+        nearest = min(factor.levels, key=lambda v: abs(factor.encode(v) - coded))
+        return factor.check_value(nearest)
+    return factor.decode(coded)
+
+
+def _collapsed(space: FactorSpace, planned: list[tuple[Any, ...]]) -> dict[int, int]:
+    """std_order -> std_order of the first different design point it now coincides with."""
+    first: dict[tuple[Value, ...], tuple[int, np.ndarray]] = {}
+    duplicates: dict[int, int] = {}
+    for std_order, _, _, _, coded, config, _ in planned:
+        key = tuple(config[name] for name in space.names)
+        if key not in first:
+            first[key] = (std_order, coded)
+        elif not np.allclose(first[key][1], coded, atol=_CODED_TOLERANCE):
+            duplicates[std_order] = first[key][0]
+    return duplicates
+
+
+def _run_order(
+    space: FactorSpace, request: DesignRequest, planned: list[tuple[Any, ...]]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """std_order -> run order, and std_order -> whole plot (hard-to-change factors only).
+
+    Blocks run one after the other. Within a block the runs that share the hard-to-change
+    factors' settings form one whole plot, so those factors change as rarely as the design
+    allows; whole plots, and runs within them, are randomized with the seed (standard order
+    without randomization).
+    """
+    rng = np.random.default_rng(request.seed)
+    hard = [f.name for f in space.factors if f.hard_to_change]
+    sequence: list[int] = []
+    plots: dict[int, int] = {}
+    for block in sorted({p[3] for p in planned}):
+        members = [p for p in planned if p[3] == block]
+        groups: dict[tuple[Value, ...], list[int]] = {}
+        for p in members:
+            groups.setdefault(tuple(p[5][name] for name in hard), []).append(p[0])
+        keys = sorted(groups, key=_sortable)
+        if request.randomize:
+            keys = [keys[i] for i in rng.permutation(len(keys))]
+        for key in keys:
+            runs = groups[key]
+            if request.randomize:
+                runs = [runs[i] for i in rng.permutation(len(runs))]
+            if hard:
+                plots.update(dict.fromkeys(runs, len(set(plots.values())) + 1))
+            sequence += runs
+    return {std_order: i for i, std_order in enumerate(sequence, start=1)}, plots
+
+
+def _sortable(key: tuple[Value, ...]) -> tuple[tuple[int, float | str], ...]:
+    return tuple((0, float(v)) if isinstance(v, int | float) else (1, str(v)) for v in key)
 
 
 def _notes(
-    space: FactorSpace, request: DesignRequest, points: list[DesignPoint]
+    space: FactorSpace,
+    request: DesignRequest,
+    points: list[DesignPoint],
+    removed: int,
 ) -> tuple[str, ...]:
     notes = []
     moved = sum(point.rounded for point in points)
@@ -221,6 +269,17 @@ def _notes(
             f"{moved} of {len(points)} runs are not at their coded position: integer rounding or"
             " the nearest explicit level moved them (see `rounded`)"
         )
+    collapsed = sum(point.duplicate_of is not None for point in points)
+    if collapsed:
+        notes.append(
+            f"{collapsed} runs collapsed onto other design points after rounding and repeat "
+            "them (see `duplicate_of`); consider a wider range or fewer levels"
+        )
+    if removed:
+        notes.append(f"{removed} planned runs broke a constraint and were removed")
+    outside = _outside_range(space, points)
+    if outside:
+        notes.append("runs outside the low..high range: " + "; ".join(outside))
     categorical = [f.name for f in space.factors if not f.is_numeric]
     if request.centre_points and categorical:
         notes.append(
@@ -228,11 +287,29 @@ def _notes(
             + ", ".join(categorical)
         )
     hard = [f.name for f in space.factors if f.hard_to_change]
-    if hard and request.randomize:
+    if hard:
+        plots = len({p.whole_plot for p in points})
         notes.append(
-            "run order is fully randomized; hard-to-change factors are not grouped yet: "
-            + ", ".join(hard)
+            f"split-plot run order: {plots} whole plots of {', '.join(hard)} "
+            f"({plots - 1} changes), runs randomized within each"
+            if request.randomize
+            else f"{plots} whole plots of {', '.join(hard)} ({plots - 1} changes), standard order"
         )
     if not request.randomize:
         notes.append("run order is the standard order, not randomized")
     return tuple(notes)
+
+
+def _outside_range(space: FactorSpace, points: list[DesignPoint]) -> list[str]:
+    found = []
+    for factor in space.factors:
+        if not factor.is_numeric:
+            continue
+        low, high = factor.bounds
+        values = sorted({float(p.config[factor.name]) for p in points})
+        beyond = [v for v in values if not low <= v <= high]
+        if beyond:
+            shown = ", ".join(f"{v:g}" for v in beyond)
+            found.append(f"{factor.name} at {shown} (range {low:g}..{high:g})")
+    return found
+

@@ -179,15 +179,28 @@ def test_request_from_dict_defaults_and_values():
         {"kind": "full_factorial", "levels": 3, "centre_points": 4, "randomize": False}
     )
     assert (request.levels, request.centre_points, request.randomize) == (3, 4, False)
-    assert KINDS == ("full_factorial",)
+    assert KINDS == (
+        "full_factorial", "fractional_factorial", "plackett_burman", "ccd", "box_behnken",
+        "latin_hypercube", "d_optimal",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("raw", "field"),
     [
-        ({"kind": "box_behnken"}, "design.kind"),
+        ({"kind": "magic"}, "design.kind"),
         ({"kind": 3}, "design.kind"),
-        ({"blocks": 2}, "design.blocks"),
+        ({"blocks": 0}, "design.blocks"),
+        ({"blocks": 65}, "design.blocks"),
+        ({"resolution": 2}, "design.resolution"),
+        ({"runs": 1}, "design.runs"),
+        ({"resolution": 4, "runs": 16}, "design.runs"),
+        ({"ccd_type": "spherical"}, "design.ccd_type"),
+        ({"alpha": "spherical"}, "design.alpha"),
+        ({"alpha": -1.0}, "design.alpha"),
+        ({"alpha": True}, "design.alpha"),
+        ({"model": "cubic"}, "design.model"),
+        ({"candidates": 5}, "design.candidates"),
         ({"levels": 1}, "design.levels"),
         ({"levels": 10}, "design.levels"),
         ({"levels": 2.5}, "design.levels"),
@@ -209,7 +222,7 @@ def test_request_errors_name_the_field(raw: dict, field: str):
 
 def test_unknown_kind_lists_the_supported_kinds():
     with pytest.raises(DomainError, match="full_factorial"):
-        DesignRequest.from_dict({"kind": "ccd"})
+        DesignRequest.from_dict({"kind": "magic"})
 
 
 def test_request_must_be_a_mapping():

@@ -50,6 +50,7 @@ async def create_experiment(
         factors=[f.model_dump() for f in body.factors],
         objective=body.objective.model_dump(),
         design=body.design.model_dump() if body.design is not None else None,
+        constraints=body.constraints,
     )
     detail = await experiments.create(
         session, new=new, targets=targets, max_design_runs=settings.max_design_runs

@@ -1,0 +1,61 @@
+"""The contract between the planner and each design family.
+
+A family turns a factor space and a request into coded runs (and facts about them); the
+planner (`experiments.designs.plan`) does everything the families share: centre points,
+replicates, decoding with rounding, constraints, collapsed points, run order and the quality
+report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from experiments.factors import FactorSpace
+
+if TYPE_CHECKING:
+    from experiments.constraints import Constraint
+    from experiments.designs.request import DesignRequest
+
+
+@dataclass(frozen=True)
+class FamilyRuns:
+    """The runs a family planned, in its standard order.
+
+    `coded` has one row per run and one column per factor of the space, in factor order, in
+    coded units: numeric factors in -1..+1 (CCD axial points beyond), categorical factors as
+    `Factor.encode(level)` (for two levels, -1 and +1). `point_types` names each run
+    ("factorial", "axial", "centre", "edge", "space_filling", "optimal"); `blocks` is the 1-based
+    block of each run (all 1 when the design is not blocked). `report` holds the family's facts
+    for the quality report, JSON-friendly (e.g. generators, defining relation, resolution,
+    aliases, alpha). `has_centre_points` tells the planner the family already placed
+    `request.centre_points` itself (per block), so it must not add them again.
+    """
+
+    coded: np.ndarray
+    point_types: tuple[str, ...]
+    blocks: tuple[int, ...]
+    report: dict[str, Any] = field(default_factory=dict)
+    has_centre_points: bool = False
+
+
+class Family(Protocol):
+    """A design family: the module experiments/designs/<kind>.py exposing these three functions."""
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Raise DomainError("design.<option>", rule) for a request this family cannot plan."""
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """Runs `build` returns, computed cheaply (the planner refuses oversized requests)."""
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """Plan the runs in standard order.
+
+        Most families ignore `constraints` (the planner drops infeasible runs afterwards and says
+        how many); a family that searches a candidate set (D-optimal) never generates them.
+        """

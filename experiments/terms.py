@@ -1,0 +1,98 @@
+"""Model terms on coded factors, shared by the analysis (fitting) and the planner (design quality).
+
+Main-effect columns are one per numeric factor (its coded value) and one per non-reference level
+of a categorical factor (a treatment dummy, the first level the reference). The interaction and
+quadratic models add products of main-effect columns of different factors; the quadratic model
+adds squares of numeric factors seen at three or more levels.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from experiments.factors import Factor, FactorSpace, Value
+
+MODEL_ORDERS: tuple[str, ...] = ("linear", "interaction", "quadratic")
+
+
+class ModelTerms:
+    """The columns of the model matrix, built from the main-effect columns.
+
+    Main-effect columns are one per numeric factor (coded) and one per non-reference level of a
+    categorical factor (dummy); the interaction and quadratic models add the product of every two
+    main-effect columns of different factors, and the quadratic model the square of every numeric
+    factor with at least three distinct observed levels (with two, a square is the intercept).
+    """
+
+    def __init__(self, space: FactorSpace, model: str, distinct: Sequence[int]) -> None:
+        mains: list[tuple[str, int]] = []
+        for i, factor in enumerate(space.factors):
+            if factor.is_numeric:
+                names = [factor.name]
+            else:
+                names = [f"{factor.name}[{level}]" for level in (factor.levels or ())[1:]]
+            mains += [(name, i) for name in names[: columns_of(factor)]]
+        self.pairs = [
+            (a, b)
+            for a, b in itertools.combinations(range(len(mains)), 2)
+            if model in ("interaction", "quadratic") and mains[a][1] != mains[b][1]
+        ]
+        self.squares = [
+            j
+            for j, (_, i) in enumerate(mains)
+            if model == "quadratic" and space.factors[i].is_numeric and distinct[i] >= 3
+        ]
+        self.names = [
+            "Intercept",
+            *(name for name, _ in mains),
+            *(f"{mains[a][0]}:{mains[b][0]}" for a, b in self.pairs),
+            *(f"{mains[j][0]}^2" for j in self.squares),
+        ]
+        self.factors = [
+            set(),
+            *({factor} for _, factor in mains),
+            *({mains[a][1], mains[b][1]} for a, b in self.pairs),
+            *({mains[j][1]} for j in self.squares),
+        ]
+
+    def matrix(self, mains: np.ndarray) -> np.ndarray:
+        """Model matrix from main-effect columns (one row per point)."""
+        return np.column_stack(
+            [
+                np.ones(len(mains)),
+                mains,
+                *(mains[:, a] * mains[:, b] for a, b in self.pairs),
+                *(mains[:, j] ** 2 for j in self.squares),
+            ]
+        )
+
+
+def columns_of(factor: Factor) -> int:
+    """Number of main-effect columns of a factor: none when it is fixed at a single level."""
+    if factor.levels is not None and len(factor.levels) == 1:
+        return 0
+    return 1 if factor.is_numeric else len(factor.levels or ()) - 1
+
+
+def factor_columns(factor: Factor, values: Sequence[Value]) -> np.ndarray:
+    """Main-effect columns of one factor for the given natural values."""
+    if not columns_of(factor):
+        return np.zeros((len(values), 0))
+    if factor.is_numeric:
+        rows = [[factor.encode(v)] for v in values]
+    else:
+        rows = [[float(v == level) for level in (factor.levels or ())[1:]] for v in values]
+    return np.array(rows, dtype=float).reshape(-1, columns_of(factor))
+
+
+def main_columns(space: FactorSpace, configs: Sequence[Mapping[str, Value]]) -> np.ndarray:
+    """Main-effect columns of every factor for natural configurations (one row per config)."""
+    return np.hstack([factor_columns(f, [c[f.name] for c in configs]) for f in space.factors])
+
+
+def distinct_levels(space: FactorSpace, configs: Sequence[Mapping[str, Value]]) -> list[int]:
+    """How many distinct values each factor takes in `configs`, in factor order."""
+    return [len({c[f.name] for c in configs}) for f in space.factors]
