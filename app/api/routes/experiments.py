@@ -31,6 +31,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
         factors=e.factors,
         design=e.design,
         design_notes=e.design_notes,
+        constraints=e.constraints,
         objective=e.objective,
         created_at=e.created_at,
         updated_at=e.updated_at,

@@ -1,0 +1,98 @@
+"""The planner through the API: preview, stored run table as JSON and CSV, constraints, errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+FACTORS = [
+    {"name": "nodes", "kind": "integer", "low": 1, "high": 9, "hard_to_change": True},
+    {"name": "clients", "kind": "integer", "low": 1, "high": 8},
+    {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+]
+CONSTRAINT = "clients * threads_per_client <= 256"
+
+
+async def test_preview_plans_without_storing(api):
+    before = (await api.get("/experiments", params={"limit": 500})).json()
+    response = await api.post(
+        "/designs/preview",
+        json={
+            "factors": FACTORS,
+            "design": {"kind": "full_factorial", "levels": 3, "centre_points": 2},
+            "constraints": [CONSTRAINT],
+            "target": "simulated",
+        },
+    )
+    assert response.status_code == 200, response.text
+    design = response.json()
+    assert design["kind"] == "full_factorial" and design["model"] == "interaction"
+    assert design["runs"] == len(design["points"]) == 27 + 2 - design["removed_by_constraints"]
+    assert design["removed_by_constraints"] > 0
+    assert all(
+        p["config"]["clients"] * p["config"]["threads_per_client"] <= 256 for p in design["points"]
+    )
+    assert design["quality"]["runs"] == design["runs"]
+    assert {p["whole_plot"] for p in design["points"]} == {1, 2, 3}
+    assert (await api.get("/experiments", params={"limit": 500})).json() == before
+
+
+async def test_the_stored_run_table_as_json_and_csv(api):
+    spec = {
+        "name": "run by hand",
+        "target": "manual",
+        "factors": FACTORS,
+        "design": {"kind": "full_factorial", "levels": 2, "centre_points": 1, "seed": 9},
+        "constraints": [CONSTRAINT],
+        "objective": {"response": "tps"},
+    }
+    created = await api.post("/experiments", json=spec)
+    assert created.status_code == 201, created.text
+    experiment = created.json()
+    assert experiment["constraints"] == [CONSTRAINT]
+    experiment_id = experiment["id"]
+
+    table = (await api.get(f"/experiments/{experiment_id}/design")).json()
+    assert table["runs"] == len(experiment["trials"]) == 8 + 1 - table["removed_by_constraints"]
+    assert [p["run_order"] for p in table["points"]] == sorted(
+        p["run_order"] for p in table["points"]
+    )
+    assert {p["status"] for p in table["points"]} == {"pending"}
+    assert table["quality"]["d_efficiency"] is not None
+
+    response = await api.get(f"/experiments/{experiment_id}/design", params={"format": "csv"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert len(rows) == table["runs"]
+    assert [int(r["run_order"]) for r in rows] == [p["run_order"] for p in table["points"]]
+    assert [int(r["nodes"]) for r in rows] == [p["config"]["nodes"] for p in table["points"]]
+    assert {"whole_plot", "threads_per_client", "threads_per_client_coded"} <= set(rows[0])
+
+
+@pytest.mark.parametrize(
+    ("constraint", "words"),
+    [
+        ("clients * threads_per_client * nodes <= 9", "more than two"),
+        ("colour <= 3", "unknown factor"),
+        ("clients + 3", "<="),
+        ("__import__('os').system('true') <= 1", ""),
+    ],
+)
+async def test_bad_constraints_are_422_naming_the_constraint(api, constraint, words):
+    response = await api.post(
+        "/designs/preview", json={"factors": FACTORS, "constraints": ["nodes >= 1", constraint]}
+    )
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"][0]
+    assert detail["loc"][1:] == ["constraints", 1] and words in detail["msg"], detail
+
+
+async def test_unknown_experiment_design_is_404(api):
+    assert (await api.get("/experiments/424242/design")).status_code == 404
+
+
+async def test_design_format_must_be_json_or_csv(api):
+    assert (await api.get("/experiments/1/design", params={"format": "xml"})).status_code == 422
