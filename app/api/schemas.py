@@ -59,7 +59,9 @@ class DesignIn(Strict):
         default=None, max_length=20, description="linear, interaction or quadratic"
     )
     candidates: int | None = Field(default=None, description="D-optimal candidate set size")
-    centre_points: int = Field(default=0, description="centre points per block")
+    centre_points: int | None = Field(
+        default=None, description="centre points per block; default 4 for ccd, 3 for box_behnken"
+    )
     replicates: int = 1
     blocks: int = 1
     randomize: bool = True

@@ -7,7 +7,6 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.constraints import parse_constraints
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
@@ -15,6 +14,7 @@ from app.db.models import Experiment, Trial
 from app.services.errors import NotFoundError
 from app.statuses import TrialSource
 from app.targets import TargetSpec
+from experiments.constraints import parse_constraints
 from experiments.designs import Design, DesignRequest, design_size, plan
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace

@@ -105,7 +105,7 @@ def design_size(space: FactorSpace, request: DesignRequest) -> int:
     _check_centre_points(space, request)
     return (
         family.size(space, request) * request.replicates
-        + request.centre_points * request.blocks * _categorical_combinations(space)
+        + request.centre_point_count * request.blocks * _categorical_combinations(space)
     )
 
 
@@ -122,13 +122,12 @@ def plan(
         for replicate in range(1, request.replicates + 1)
         for coded, point_type, block in zip(runs.coded, runs.point_types, runs.blocks, strict=True)
     ]
-    if not runs.has_centre_points:
-        rows += [
-            (replicate, "centre", block, coded)
-            for block in sorted(set(runs.blocks))
-            for replicate in range(1, request.centre_points + 1)
-            for coded in _centre_rows(space)
-        ]
+    rows += [
+        (replicate, "centre", block, coded)
+        for block in sorted(set(runs.blocks))
+        for replicate in range(1, request.centre_point_count + 1)
+        for coded in _centre_rows(space)
+    ]
     planned = [
         (std_order, replicate, point_type, block, coded, *_decode(space, coded))
         for std_order, (replicate, point_type, block, coded) in enumerate(rows, start=1)
@@ -176,7 +175,7 @@ def _categorical_combinations(space: FactorSpace) -> int:
 
 
 def _check_centre_points(space: FactorSpace, request: DesignRequest) -> None:
-    if request.centre_points and not any(f.is_numeric for f in space.factors):
+    if request.centre_point_count and not any(f.is_numeric for f in space.factors):
         raise DomainError("design.centre_points", "centre points need at least one numeric factor")
 
 
@@ -281,7 +280,7 @@ def _notes(
     if outside:
         notes.append("runs outside the low..high range: " + "; ".join(outside))
     categorical = [f.name for f in space.factors if not f.is_numeric]
-    if request.centre_points and categorical:
+    if request.centre_point_count and categorical:
         notes.append(
             "centre points are repeated at every combination of the levels of "
             + ", ".join(categorical)

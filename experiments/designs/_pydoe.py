@@ -25,3 +25,13 @@ with warnings.catch_warnings():
 def fullfact(levels: Sequence[int]) -> np.ndarray:
     """Level indices (0..k-1 per factor) of the general full factorial, first factor fastest."""
     return np.asarray(_backend.fullfact(list(levels)), dtype=int)
+
+
+def ff2n(factors: int) -> np.ndarray:
+    """Two-level full factorial coded -1/+1, standard order (first factor fastest)."""
+    return np.asarray(_backend.ff2n(factors), dtype=float)
+
+
+def bbdesign(factors: int) -> np.ndarray:
+    """Box-Behnken design without centre points: a 2^2 factorial on every pair of factors."""
+    return np.asarray(_backend.bbdesign(factors, center=0), dtype=float)

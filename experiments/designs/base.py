@@ -31,15 +31,13 @@ class FamilyRuns:
     ("factorial", "axial", "centre", "edge", "space_filling", "optimal"); `blocks` is the 1-based
     block of each run (all 1 when the design is not blocked). `report` holds the family's facts
     for the quality report, JSON-friendly (e.g. generators, defining relation, resolution,
-    aliases, alpha). `has_centre_points` tells the planner the family already placed
-    `request.centre_points` itself (per block), so it must not add them again.
+    aliases, alpha). Centre points are never a family's: the planner adds them to every block.
     """
 
     coded: np.ndarray
     point_types: tuple[str, ...]
     blocks: tuple[int, ...]
     report: dict[str, Any] = field(default_factory=dict)
-    has_centre_points: bool = False
 
 
 class Family(Protocol):

@@ -72,5 +72,9 @@ def build(
         coded=coded,
         point_types=("factorial",) * len(coded),
         blocks=(1,) * len(coded),
-        report={"levels": {f.name: len(levels) for f, levels in zip(space.factors, level_sets, strict=True)}},
+        report={
+            "levels": {
+                f.name: len(levels) for f, levels in zip(space.factors, level_sets, strict=True)
+            }
+        },
     )

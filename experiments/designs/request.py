@@ -30,15 +30,19 @@ DEFAULT_MODELS: dict[str, str] = {
     "d_optimal": "quadratic",
 }
 
+# Centre points per block when the request gives none: without them a Box-Behnken design, and a
+# rotatable CCD of 2 or 4 factors, cannot separate the squared terms from the intercept.
+DEFAULT_CENTRE_POINTS: dict[str, int] = {"ccd": 4, "box_behnken": 3}
+
 # Inclusive bounds of the whole-number options.
 _LIMITS: dict[str, tuple[int, int]] = {
     "levels": (2, 9),
-    "centre_points": (0, 100),
     "replicates": (1, 20),
     "blocks": (1, 64),
     "seed": (0, 2**32 - 1),
 }
 _OPTIONAL_LIMITS: dict[str, tuple[int, int]] = {
+    "centre_points": (0, 100),
     "resolution": (3, 8),
     "runs": (2, 100_000),
     "candidates": (10, 100_000),
@@ -58,7 +62,8 @@ class DesignRequest:
     - `model`: the model the design must estimate (D-optimal) and the quality report describes;
       default per kind (DEFAULT_MODELS).
     - `candidates`: size of the D-optimal candidate set when the lattice of levels is larger.
-    - `centre_points` (per block), `replicates`, `blocks`, `randomize`, `seed`.
+    - `centre_points` per block (default DEFAULT_CENTRE_POINTS for the kind, else 0),
+      `replicates`, `blocks`, `randomize`, `seed`.
     """
 
     kind: str = "full_factorial"
@@ -69,7 +74,7 @@ class DesignRequest:
     alpha: str | float = "rotatable"
     model: str | None = None
     candidates: int | None = None
-    centre_points: int = 0
+    centre_points: int | None = None
     replicates: int = 1
     blocks: int = 1
     randomize: bool = True
@@ -100,6 +105,13 @@ class DesignRequest:
             raise DomainError("design.model", f"must be one of {', '.join(MODELS)}")
         if self.resolution is not None and self.runs is not None:
             raise DomainError("design.runs", "give either resolution or runs, not both")
+
+    @property
+    def centre_point_count(self) -> int:
+        """Centre points per block: the ones asked for, or the kind's default."""
+        if self.centre_points is not None:
+            return self.centre_points
+        return DEFAULT_CENTRE_POINTS.get(self.kind, 0)
 
     @property
     def model_order(self) -> str:
