@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from experiments.designs import _pydoe
+from experiments.designs import _pydoe, fractional_factorial
 from experiments.designs.base import FamilyRuns
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace, Value
@@ -56,8 +56,6 @@ def build(
     """Every combination of levels in standard order (first factor changing fastest)."""
     if request.blocks > 1:
         # A blocked 2^k is the fractional-factorial machinery with no fraction: reuse it.
-        from experiments.designs import fractional_factorial
-
         full = dataclasses.replace(
             request, kind="fractional_factorial", runs=2 ** len(space), resolution=None
         )
