@@ -96,3 +96,64 @@ async def test_unknown_experiment_design_is_404(api):
 
 async def test_design_format_must_be_json_or_csv(api):
     assert (await api.get("/experiments/1/design", params={"format": "xml"})).status_code == 422
+
+
+TWO_NUMERIC = [
+    {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+    {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+]
+WITH_WORKLOAD = [
+    *TWO_NUMERIC,
+    {"name": "workload", "kind": "categorical", "levels": ["oltp_read_write", "oltp_read_only"]},
+]
+ELEVEN = [{"name": f"v{i}", "low": 0, "high": 1} for i in range(11)]
+SIX = [{"name": f"v{i}", "low": 0, "high": 1} for i in range(6)]
+
+
+@pytest.mark.parametrize(
+    ("factors", "design", "loc", "words"),
+    [
+        (
+            ELEVEN,
+            {"kind": "fractional_factorial", "resolution": 6},
+            ["design", "resolution"],
+            "128 runs",
+        ),
+        (TWO_NUMERIC, {"kind": "box_behnken"}, ["design", "kind"], "at least 3"),
+        (WITH_WORKLOAD, {"kind": "ccd"}, ["design", "kind"], "categorical"),
+        (ELEVEN, {"kind": "full_factorial", "levels": 3}, ["design"], "limit of 2000"),
+        (SIX, {"kind": "d_optimal", "model": "quadratic", "runs": 20}, ["design", "runs"], "28"),
+        (
+            [{"name": "nodes", "kind": "integer", "levels": [1, 3, 9]}, *SIX],
+            {"kind": "fractional_factorial"},
+            ["factors", 0, "levels"],
+            "two-level",
+        ),
+        (SIX, {"kind": "plackett_burman", "runs": 10}, ["design", "runs"], "multiple of 4"),
+        (SIX, {"kind": "fractional_factorial", "blocks": 3}, ["design", "blocks"], "power-of-two"),
+    ],
+)
+async def test_impossible_designs_are_422_naming_the_rule(api, factors, design, loc, words):
+    response = await api.post("/designs/preview", json={"factors": factors, "design": design})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"][0]
+    assert detail["loc"][1:] == loc and words in detail["msg"], detail
+
+
+@pytest.mark.parametrize(
+    ("factors", "design"),
+    [
+        (SIX, {"kind": "fractional_factorial", "resolution": 4}),
+        (SIX, {"kind": "plackett_burman"}),
+        (TWO_NUMERIC, {"kind": "ccd", "ccd_type": "face_centred"}),
+        (SIX[:4], {"kind": "box_behnken", "blocks": 3}),
+        (WITH_WORKLOAD, {"kind": "latin_hypercube", "runs": 12}),
+        (WITH_WORKLOAD, {"kind": "d_optimal", "model": "interaction"}),
+    ],
+)
+async def test_every_kind_previews_with_its_report(api, factors, design):
+    response = await api.post("/designs/preview", json={"factors": factors, "design": design})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["kind"] == design["kind"] and body["runs"] == len(body["points"]) > 0
+    assert body["quality"]["runs"] == body["runs"] and body["family"]
