@@ -311,4 +311,3 @@ def _outside_range(space: FactorSpace, points: list[DesignPoint]) -> list[str]:
             shown = ", ".join(f"{v:g}" for v in beyond)
             found.append(f"{factor.name} at {shown} (range {low:g}..{high:g})")
     return found
-
