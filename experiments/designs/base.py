@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
 if TYPE_CHECKING:
@@ -38,6 +39,29 @@ class FamilyRuns:
     point_types: tuple[str, ...]
     blocks: tuple[int, ...]
     report: dict[str, Any] = field(default_factory=dict)
+
+
+def require_numeric_factors(
+    space: FactorSpace, design: str, minimum: int, maximum: int, beyond: str
+) -> None:
+    """Refuse categorical factors and factor counts outside minimum..maximum (response surfaces).
+
+    `beyond` completes the sentence for too many factors: why, or what to do instead.
+    """
+    for factor in space.factors:
+        if not factor.is_numeric:
+            raise DomainError(
+                "design.kind", f"{design} needs numeric factors; '{factor.name}' is categorical"
+            )
+    k = len(space)
+    if k < minimum:
+        raise DomainError(
+            "design.kind", f"{design} needs at least {minimum} numeric factors; {k} given"
+        )
+    if k > maximum:
+        raise DomainError(
+            "design.kind", f"{design} takes at most {maximum} factors; {k} given ({beyond})"
+        )
 
 
 class Family(Protocol):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from experiments.designs import _pydoe
-from experiments.designs.base import FamilyRuns
+from experiments.designs.base import FamilyRuns, require_numeric_factors
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -78,24 +78,14 @@ DESIGN_EXPERT_SOURCE = "Design-Expert table"  # the 8-factor design, not in the 
 
 def check(space: FactorSpace, request: DesignRequest) -> None:
     """Raise DomainError for a factor space or options no Box-Behnken design fits."""
-    for factor in space.factors:
-        if not factor.is_numeric:
-            raise DomainError(
-                "design.kind",
-                f"a Box-Behnken design needs numeric factors; '{factor.name}' is categorical",
-            )
+    require_numeric_factors(
+        space,
+        "a Box-Behnken design",
+        MIN_FACTORS,
+        MAX_FACTORS,
+        f"Box-Behnken designs are published for {MIN_FACTORS} to {MAX_FACTORS} factors",
+    )
     k = len(space)
-    if k < MIN_FACTORS:
-        raise DomainError(
-            "design.kind",
-            f"a Box-Behnken design needs at least {MIN_FACTORS} numeric factors; {k} given",
-        )
-    if k > MAX_FACTORS:
-        raise DomainError(
-            "design.kind",
-            f"Box-Behnken designs are published for {MIN_FACTORS} to {MAX_FACTORS} factors;"
-            f" {k} given",
-        )
     allowed = block_counts(k)
     if request.blocks not in allowed:
         counts = " or ".join(str(b) for b in allowed)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from experiments.designs import _pydoe
-from experiments.designs.base import FamilyRuns
+from experiments.designs.base import FamilyRuns, require_numeric_factors
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -51,24 +51,14 @@ FRACTIONS: dict[int, tuple[str, ...]] = {
 
 def check(space: FactorSpace, request: DesignRequest) -> None:
     """Raise DomainError for a factor space or options no central composite design fits."""
-    for factor in space.factors:
-        if not factor.is_numeric:
-            raise DomainError(
-                "design.kind",
-                f"a central composite design needs numeric factors; '{factor.name}' is categorical",
-            )
+    require_numeric_factors(
+        space,
+        "a central composite design",
+        MIN_FACTORS,
+        MAX_FACTORS,
+        "screen the factors first with a fractional factorial or Plackett-Burman design",
+    )
     k = len(space)
-    if k < MIN_FACTORS:
-        raise DomainError(
-            "design.kind",
-            f"a central composite design needs at least {MIN_FACTORS} numeric factors; {k} given",
-        )
-    if k > MAX_FACTORS:
-        raise DomainError(
-            "design.kind",
-            f"a central composite design is planned for at most {MAX_FACTORS} factors; {k} given"
-            " (screen the factors first with a fractional factorial or Plackett-Burman design)",
-        )
     if request.blocks not in BLOCK_COUNTS:
         raise DomainError(
             "design.blocks",

@@ -12,6 +12,7 @@ from experiments.designs import _pydoe, box_behnken
 from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from tests.experiments.design_checks import assert_blocks_orthogonal
 
 # Runs without centre points and how many factors vary in each run. The published totals add
 # 3, 3, 6, 6, 6, 10, 10, 12 and 12 centre points (15, 27, 46, 54, 62, 130, 170, 188, 204 runs).
@@ -155,11 +156,7 @@ def test_blocks_are_orthogonal_to_the_quadratic_model(k, blocks, centres):
     assert len(set(np.bincount(labels)[1:])) == 1
     coded = np.vstack([runs.coded, np.zeros((centres * blocks, k))])
     block = np.concatenate([labels, np.repeat(np.arange(1, blocks + 1), centres)])
-    model = quadratic(coded)
-    for label in range(1, blocks + 1):
-        inside = block == label
-        share = inside.sum() / len(block)
-        assert model[inside].sum(axis=0) == pytest.approx(share * model.sum(axis=0), abs=1e-9)
+    assert_blocks_orthogonal(quadratic(coded), block)
 
 
 def test_four_factors_in_three_blocks_pair_the_factors_as_published():

@@ -13,6 +13,7 @@ from experiments.designs import _pydoe, ccd
 from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from tests.experiments.design_checks import assert_blocks_orthogonal
 
 
 def numeric(k: int) -> FactorSpace:
@@ -152,12 +153,7 @@ def test_orthogonal_blocking_alpha_blocks_the_design_orthogonally(k, blocks, cen
     runs = build(k, alpha="orthogonal", blocks=blocks, centre_points=centres)
     coded, block = with_centres(runs, centres)
     pairs = [coded[:, i] * coded[:, j] for i, j in itertools.combinations(range(k), 2)]
-    model = np.column_stack([coded, *pairs, coded**2])
-    # Block effects are orthogonal to every term: each block holds its share of every column.
-    for label in range(1, blocks + 1):
-        inside = block == label
-        share = inside.sum() / len(block)
-        assert model[inside].sum(axis=0) == pytest.approx(share * model.sum(axis=0), abs=1e-9)
+    assert_blocks_orthogonal(np.column_stack([coded, *pairs, coded**2]), block)
 
 
 def test_two_blocks_put_the_factorial_portion_first_and_the_axial_portion_second():
