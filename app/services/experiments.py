@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.constraints import parse_constraints
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
@@ -18,6 +17,7 @@ from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments import analysis
+from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
 
@@ -304,6 +304,7 @@ async def analyze(
             [_value(t, name) for t in used],  # type: ignore[misc]
             goal=experiment.objective["goal"],
             model=model,
+            constraints=parse_constraints(experiment.constraints, space),
         )
     except DomainError as error:
         if error.field == "model":

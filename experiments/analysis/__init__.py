@@ -17,6 +17,7 @@ import scipy.linalg
 import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
+from experiments.constraints import Constraint, satisfied_rows
 from experiments.designs import factor_levels
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
@@ -166,6 +167,7 @@ def fit(
     *,
     goal: str = "maximize",
     model: str = "linear",
+    constraints: Sequence[Constraint] = (),
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
@@ -173,7 +175,7 @@ def fit(
     "quadratic" adds the square of every numeric factor observed at three or more levels.
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
-    honours integer and categorical levels.
+    honours integer and categorical levels and the factor constraints.
     """
     if goal not in GOALS:
         raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
@@ -223,7 +225,7 @@ def fit(
             rmse=_num(math.sqrt(results.mse_resid)),
             residual_df=round(results.df_resid),
             ranked_factors=sorted(effects, key=lambda e: -abs(e.effect)),
-            optimum=_optimum(space, terms, results, goal, observed),
+            optimum=_optimum(space, terms, results, goal, observed, constraints),
         )
 
 
@@ -307,16 +309,22 @@ def _optimum(
     results: RegressionResults,
     goal: str,
     observed: list[Config],
+    constraints: Sequence[Constraint],
 ) -> Optimum:
     candidates = _candidates(space, observed)
     blocks = [
         factor_columns(f, values) for f, values in zip(space.factors, candidates, strict=True)
     ]
+    natural = [np.array(values, dtype=object) for values in candidates]
     sign = 1.0 if goal == "maximize" else -1.0
 
     def score(index: np.ndarray) -> np.ndarray:
         mains = np.hstack([block[index[:, f]] for f, block in enumerate(blocks)])
-        return sign * (terms.matrix(mains) @ results.params)
+        value = sign * (terms.matrix(mains) @ results.params)
+        if not constraints:
+            return value
+        rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(natural)])
+        return np.where(satisfied_rows(constraints, space, rows), value, -np.inf)
 
     sizes = [len(values) for values in candidates]
     if math.prod(sizes) <= MAX_LATTICE:
@@ -328,6 +336,8 @@ def _optimum(
             if all(c[f.name] in values for f, values in zip(space.factors, candidates, strict=True))
         ]
         best, search = _coordinate_search(score, sizes, [[0] * len(sizes), *starts]), "coordinate"
+    if not np.isfinite(score(np.array([best]))[0]):
+        raise DomainError("constraints", "no configuration of the region meets every constraint")
     config = {
         f.name: values[i] for f, values, i in zip(space.factors, candidates, best, strict=True)
     }

@@ -11,6 +11,7 @@ import math
 import pytest
 
 from experiments.analysis import fit
+from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -391,3 +392,28 @@ def test_quadratic_terms_only_for_factors_seen_at_three_levels():
     analysis = fit(factors, configs, values, model="quadratic")
     assert "b^2" in coefficients(analysis) and "a^2" not in coefficients(analysis)
     assert analysis.optimum.config == {"a": 1, "b": 5}
+
+
+def test_the_optimum_honours_the_factor_constraints():
+    factors = space(
+        {"name": "clients", "kind": "integer", "low": 1, "high": 8},
+        {"name": "threads", "kind": "integer", "low": 4, "high": 64},
+    )
+    configs = [{"clients": c, "threads": t} for c in (1, 4, 8) for t in (4, 32, 64)]
+    values = [100 + 10 * c["clients"] + c["threads"] for c in configs]
+    free = fit(factors, configs, values)
+    assert free.optimum.config == {"clients": 8, "threads": 64}
+    limited = fit(
+        factors,
+        configs,
+        values,
+        constraints=parse_constraints(["clients * threads <= 256"], factors),
+    )
+    best = limited.optimum.config
+    assert best["clients"] * best["threads"] <= 256
+    # The best feasible point of 100 + 10 c + t under c t <= 256 on the integer lattice.
+    feasible = [(c, t) for c in range(1, 9) for t in range(4, 65) if c * t <= 256]
+    assert (best["clients"], best["threads"]) == max(feasible, key=lambda p: 10 * p[0] + p[1])
+    with pytest.raises(DomainError) as error:
+        fit(factors, configs, values, constraints=parse_constraints(["clients >= 9"], factors))
+    assert error.value.field == "constraints"
