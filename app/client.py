@@ -59,6 +59,10 @@ class Client:
         """One trial with its raw output."""
         return self._call("GET", f"/trials/{trial_id}")  # type: ignore[no-any-return]
 
+    def design(self, experiment_id: int) -> dict[str, Any]:
+        """The experiment's run table with its design report."""
+        return self._call("GET", f"/experiments/{experiment_id}/design")  # type: ignore[no-any-return]
+
     def start(self, experiment_id: int) -> dict[str, Any]:
         """Queue the pending trials."""
         return self._call("POST", f"/experiments/{experiment_id}/start")  # type: ignore[no-any-return]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -133,3 +134,33 @@ def test_failed_trials_keep_their_error_and_are_left_out_of_the_fit(service: Cli
     assert all(t["responses"] is None and t["finished_at"] for t in failed)
     analysis = service.analysis(created["id"])
     assert analysis["trials_used"] == 9 and analysis["trials_failed"] == 3
+
+
+def test_a_split_plot_ccd_runs_with_nodes_changed_as_rarely_as_planned(service: Client):
+    spec = {
+        "name": "face-centred CCD, nodes hard to change",
+        "target": "simulated",
+        "factors": [
+            {"name": "nodes", "kind": "integer", "low": 1, "high": 9, "hard_to_change": True},
+            {"name": "clients", "kind": "integer", "low": 1, "high": 8},
+            {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 32,
+             "scale": "log2"},
+        ],
+        "design": {"kind": "ccd", "ccd_type": "face_centred", "centre_points": 3, "seed": 11},
+        "constraints": ["clients * threads_per_client <= 200"],
+        "objective": {"response": "tps"},
+    }  # fmt: skip
+    created = service.create_experiment(spec)
+    design = service.design(created["id"])
+    assert design["family"]["alpha"] == 1.0 and design["removed_by_constraints"] > 0
+    service.start(created["id"])
+    wait_for_status(service, created["id"], "completed")
+    trials = sorted(service.trials(created["id"]), key=lambda t: t["started_at"])
+    assert [t["run_order"] for t in trials] == sorted(t["run_order"] for t in trials)
+    nodes = [t["config"]["nodes"] for t in trials]
+    changes = sum(a != b for a, b in itertools.pairwise(nodes))
+    assert changes == len(set(nodes)) - 1 == 2
+    assert all(t["config"]["clients"] * t["config"]["threads_per_client"] <= 200 for t in trials)
+    analysis = service.analysis(created["id"], model="quadratic")
+    best = analysis["optimum"]["config"]
+    assert best["clients"] * best["threads_per_client"] <= 200
