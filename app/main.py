@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.api.errors import install_error_handlers
-from app.api.routes import designs, experiments, health, trials
+from app.api.routes import designs, experiments, health, targets, trials
 from app.config import Settings, get_settings
 from app.db.migrate import ensure_schema
 from app.db.session import Database
@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(experiments.router)
     app.include_router(trials.router)
     app.include_router(designs.router)
+    app.include_router(targets.router)
     app.include_router(health.router)
     return app
 

@@ -7,6 +7,7 @@ reports as responses, so the API can refuse an experiment its target cannot run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import yaml
 
 from experiments.errors import DomainError
+from experiments.factors import FactorSpace
 
 GALERA_RESPONSES: tuple[str, ...] = (
     "tps",
@@ -30,6 +32,33 @@ GALERA_RESPONSES: tuple[str, ...] = (
     "abort_rate",
 )
 
+# Real clusters also report the steady-state mean and standard error measured from sysbench's
+# interval reports, so the analysis can weigh runs and tell noise from effect.
+MEASURED_RESPONSES: tuple[str, ...] = (
+    *GALERA_RESPONSES,
+    "tps_steady",
+    "tps_se",
+    "latency_p95_steady_ms",
+    "latency_p95_se_ms",
+)
+WORKLOADS: tuple[str, ...] = (
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_update_index",
+)
+CLUSTER_FACTORS: tuple[str, ...] = (
+    "nodes",
+    "clients",
+    "threads_per_client",
+    "runtime_s",
+    "workload",
+    "wsrep_slave_threads",
+)
+# Any other factor of a real cluster is a dynamic server variable, set with SET GLOBAL on every
+# node; the worker checks the name against the server's own list before a trial.
+SERVER_VARIABLE = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+
 SIMULATED_FACTORS: tuple[str, ...] = (
     "nodes",
     "clients",
@@ -42,13 +71,18 @@ SIMULATED_FACTORS: tuple[str, ...] = (
 # None means "any name": a manual target records whatever was measured elsewhere.
 KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
     "simulated": SIMULATED_FACTORS,
+    "lab": CLUSTER_FACTORS,
+    "external": CLUSTER_FACTORS,
     "manual": None,
 }
 KIND_RESPONSES: dict[str, tuple[str, ...] | None] = {
     "simulated": GALERA_RESPONSES,
+    "lab": MEASURED_RESPONSES,
+    "external": MEASURED_RESPONSES,
     "manual": None,
 }
-RUNNABLE_KINDS = frozenset({"simulated"})
+SERVER_VARIABLE_KINDS = frozenset({"lab", "external"})
+RUNNABLE_KINDS = frozenset({"simulated", "lab", "external"})
 
 DEFAULT_TARGETS: tuple[dict[str, Any], ...] = (
     {"name": "simulated", "kind": "simulated", "settings": {"seed": 0, "noise": 0.03}},
@@ -83,17 +117,34 @@ class TargetSpec:
         """Response names the target reports; None when any name is accepted."""
         return KIND_RESPONSES[self.kind]
 
-    def check_factors(self, names: Iterable[str]) -> None:
-        """Raise naming the first factor this target cannot set."""
+    @property
+    def accepts_server_variables(self) -> bool:
+        """Whether factors may name dynamic server variables (real clusters)."""
+        return self.kind in SERVER_VARIABLE_KINDS
+
+    def check_space(self, space: FactorSpace) -> None:
+        """Raise naming the first factor this target cannot set, or a workload it cannot run."""
         accepted = self.factors
         if accepted is None:
             return
-        for i, name in enumerate(names):
-            if name not in accepted:
+        for i, factor in enumerate(space.factors):
+            if factor.name in accepted:
+                continue
+            if self.accepts_server_variables and SERVER_VARIABLE.match(factor.name):
+                continue
+            also = " or a dynamic server variable" if self.accepts_server_variables else ""
+            raise DomainError(
+                f"factors.{i}.name",
+                f"target '{self.name}' ({self.kind}) cannot set '{factor.name}'; "
+                f"it accepts {', '.join(accepted)}{also}",
+            )
+        if "workload" in space.names:
+            i = space.names.index("workload")
+            workload = space["workload"]
+            if workload.kind != "categorical" or not set(workload.levels or ()) <= set(WORKLOADS):
                 raise DomainError(
-                    f"factors.{i}.name",
-                    f"target '{self.name}' ({self.kind}) cannot set '{name}'; "
-                    f"it accepts {', '.join(accepted)}",
+                    f"factors.{i}.levels",
+                    f"workload is categorical with levels among {', '.join(WORKLOADS)}",
                 )
 
     def check_response(self, response: str, field_name: str) -> None:

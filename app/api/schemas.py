@@ -226,3 +226,14 @@ class DesignOut(BaseModel):
     quality: dict[str, Any]
     removed_by_constraints: int
     notes: list[str]
+
+
+class TargetOut(BaseModel):
+    """A target as clients see it: never its settings (they hold addresses and credentials)."""
+
+    name: str
+    kind: str
+    runnable: bool
+    factors: list[str] | None = Field(description="factor names it sets; null: any name")
+    accepts_server_variables: bool
+    responses: list[str] | None = Field(description="responses it reports; null: any name")

@@ -58,7 +58,7 @@ def preview(
             raise DomainError(
                 "target", f"unknown target '{target}'; known: {', '.join(sorted(targets))}"
             )
-        targets[target].check_factors(space.names)
+        targets[target].check_space(space)
     return planned(space, design=design, constraints=constraints, max_design_runs=max_design_runs)
 
 

@@ -76,7 +76,7 @@ async def create(
     """Validate the factor space, objective and target, plan the design and store it all."""
     target = _target(targets, new.target)
     space = FactorSpace.from_dicts(new.factors)
-    target.check_factors(space.names)
+    target.check_space(space)
     objective = _check_objective(new.objective, target)
     experiment = Experiment(
         name=new.name,

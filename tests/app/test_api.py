@@ -301,3 +301,13 @@ async def test_ids_beyond_the_database_range_are_422_not_500(api):
     for path in ("/experiments/99999999999999999999", "/trials/0", "/experiments/-1/trials"):
         response = await api.get(path)
         assert response.status_code == 422, (path, response.text)
+
+
+async def test_targets_are_listed_without_their_settings(api):
+    response = await api.get("/targets")
+    assert response.status_code == 200
+    targets = {t["name"]: t for t in response.json()}
+    assert targets["simulated"]["factors"][:2] == ["nodes", "clients"]
+    assert targets["manual"]["factors"] is None and not targets["manual"]["runnable"]
+    assert all("settings" not in t for t in targets.values())
+    assert "noise" not in response.text and "seed" not in response.text

@@ -8,6 +8,7 @@ import pytest
 
 from app.targets import GALERA_RESPONSES, TargetsFileError, load_targets
 from experiments.errors import DomainError
+from experiments.factors import FactorSpace
 
 
 def test_defaults_are_simulated_and_manual():
@@ -50,10 +51,14 @@ def test_a_malformed_targets_file_is_refused(tmp_path: Path, text: str, words: s
 
 def test_factor_and_response_checks_name_the_field():
     simulated = load_targets(None)["simulated"]
-    simulated.check_factors(["nodes", "clients"])
+    simulated.check_space(space("nodes", "clients"))
     with pytest.raises(DomainError) as error:
-        simulated.check_factors(["nodes", "innodb_buffer_pool_size"])
+        simulated.check_space(space("nodes", "innodb_buffer_pool_size"))
     assert error.value.field == "factors.1.name" and "cannot set" in error.value.rule
     with pytest.raises(DomainError, match="does not report"):
         simulated.check_response("happiness", "objective.response")
-    load_targets(None)["manual"].check_factors(["anything_at_all"])
+    load_targets(None)["manual"].check_space(space("anything_at_all"))
+
+
+def space(*names: str) -> FactorSpace:
+    return FactorSpace.from_dicts([{"name": n, "low": 1, "high": 2} for n in names])

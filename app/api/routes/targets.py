@@ -1,0 +1,26 @@
+"""Targets: the operator's places to run trials, listed without their settings."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.deps import TargetsDep
+from app.api.schemas import TargetOut
+
+router = APIRouter(tags=["targets"])
+
+
+@router.get("/targets")
+async def list_targets(targets: TargetsDep) -> list[TargetOut]:
+    """Names, kinds and the factors each target accepts; never addresses or credentials."""
+    return [
+        TargetOut(
+            name=spec.name,
+            kind=spec.kind,
+            runnable=spec.runnable,
+            factors=list(spec.factors) if spec.factors is not None else None,
+            accepts_server_variables=spec.accepts_server_variables,
+            responses=list(spec.responses) if spec.responses is not None else None,
+        )
+        for spec in sorted(targets.values(), key=lambda spec: spec.name)
+    ]
