@@ -26,6 +26,14 @@ class ExperimentStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class Failure(StrEnum):
+    """Why a trial failed: the first kind is retried, the others are final."""
+
+    INFRASTRUCTURE = "infrastructure"  # the cluster was unhealthy: retried up to the attempt limit
+    INFEASIBLE = "infeasible"  # the configuration cannot work (e.g. too many connections)
+    ERROR = "error"  # anything else: the error and the log tail are kept
+
+
 class TrialSource(StrEnum):
     """Where a trial came from."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -12,57 +13,120 @@ from datetime import timedelta
 from celery.signals import worker_shutdown
 
 from app.config import get_settings
-from app.queue import RUN_TRIAL_TASK
+from app.queue import RUN_TRIAL_TASK, TaskQueue
 from app.services import trial_runs
+from app.services.trial_runs import ClaimedTrial
+from app.statuses import Failure, TrialStatus
 from app.targets import load_targets
 from worker import runtime
 from worker.celery_app import celery_app
 from worker.targets import build_target
-from worker.targets.base import Target, TargetError
+from worker.targets.base import (
+    InfeasibleError,
+    InfrastructureError,
+    Target,
+    TargetError,
+    TrialResult,
+)
 
 log = logging.getLogger(__name__)
 
 _targets: dict[str, Target] = {}
+# How long this worker waits for another worker's trial on the same cluster before giving up.
+LEASE_WAIT = timedelta(hours=2)
 
 
 @celery_app.task(name=RUN_TRIAL_TASK)
 def run_trial(trial_id: int) -> str:
-    """Run one trial by id: claim it, run it on its target, record responses or error."""
+    """Run one trial by id: lease its target, claim it, run it, record responses or error."""
     return runtime.run(execute_trial(trial_id))
 
 
 async def execute_trial(trial_id: int) -> str:
-    """Claim, run and record one trial; returns what happened, for the worker's log."""
-    settings = get_settings()
+    """Lease the target, claim and run the trial, record it; returns what happened, for the log."""
     database = runtime.database()
     async with database.session() as session:
-        claimed = await trial_runs.claim(
-            session,
-            trial_id=trial_id,
-            worker=f"{socket.gethostname()}:{os.getpid()}",
-            lease=timedelta(seconds=settings.trial_lease_seconds),
-        )
-    if claimed is None:
+        target = await trial_runs.target_name(session, trial_id=trial_id)
+    if target is None:
         log.info("trial %s is not queued: duplicate delivery ignored", trial_id)
         return "skipped"
+    holder = f"{socket.gethostname()}:{os.getpid()}"
+    lease = timedelta(seconds=get_settings().trial_lease_seconds)
+    await _wait_for_target(target, holder, lease)
+    try:
+        async with database.session() as session:
+            claimed = await trial_runs.claim(session, trial_id=trial_id, worker=holder, lease=lease)
+        if claimed is None:
+            return "skipped"
+        renewal = asyncio.create_task(_keep_target(target, holder, lease))
+        try:
+            return await _run(claimed)
+        finally:
+            renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewal
+    finally:
+        async with database.session() as session:
+            await trial_runs.release_target(session, target=target, holder=holder)
+
+
+async def _run(claimed: ClaimedTrial) -> str:
     try:
         target = _target(claimed.target)
-        result = await asyncio.to_thread(target.run, claimed.config, run_key=trial_id)
+        result: TrialResult = await asyncio.to_thread(
+            target.run, claimed.config, run_key=claimed.trial_id
+        )
+    except InfrastructureError as error:
+        return await _failed(claimed, str(error), Failure.INFRASTRUCTURE)
+    except InfeasibleError as error:
+        return await _failed(claimed, str(error), Failure.INFEASIBLE)
     except TargetError as error:
-        async with database.session() as session:
-            await trial_runs.record_failure(session, claimed=claimed, error=str(error))
-        return "failed"
+        return await _failed(claimed, str(error), Failure.ERROR)
     except Exception:  # a bug in a target must fail the trial, not leave it running
-        async with database.session() as session:
-            await trial_runs.record_failure(
-                session, claimed=claimed, error=traceback.format_exc(limit=5)
-            )
-        return "failed"
-    async with database.session() as session:
+        return await _failed(claimed, traceback.format_exc(limit=5), Failure.ERROR)
+    async with runtime.database().session() as session:
         await trial_runs.record_success(
             session, claimed=claimed, responses=result.responses, raw_output=result.raw_output
         )
     return "succeeded"
+
+
+async def _failed(claimed: ClaimedTrial, error: str, failure: Failure) -> str:
+    if claimed.target in _targets:
+        # The next trial must start from a known state, whatever this one left behind.
+        await asyncio.to_thread(_targets[claimed.target].recover)
+    async with runtime.database().session() as session:
+        status = await trial_runs.record_failure(
+            session,
+            claimed=claimed,
+            error=error,
+            failure=failure,
+            max_attempts=get_settings().max_trial_attempts,
+        )
+    if status == TrialStatus.QUEUED:
+        await TaskQueue(get_settings().broker_url).enqueue_trials([claimed.trial_id])
+        return "requeued"
+    return "failed"
+
+
+async def _wait_for_target(target: str, holder: str, lease: timedelta) -> None:
+    """Take the target's lease, waiting while another worker runs a trial on it."""
+    deadline = asyncio.get_running_loop().time() + LEASE_WAIT.total_seconds()
+    while True:
+        async with runtime.database().session() as session:
+            if await trial_runs.acquire_target(session, target=target, holder=holder, ttl=lease):
+                return
+        if asyncio.get_running_loop().time() > deadline:
+            raise TargetError(f"target '{target}' stayed busy for {LEASE_WAIT}")
+        await asyncio.sleep(1.0)
+
+
+async def _keep_target(target: str, holder: str, lease: timedelta) -> None:
+    """Renew the lease while the trial runs, so a long trial keeps its cluster."""
+    while True:
+        await asyncio.sleep(lease.total_seconds() / 3)
+        async with runtime.database().session() as session:
+            await trial_runs.acquire_target(session, target=target, holder=holder, ttl=lease)
 
 
 def _target(name: str) -> Target:

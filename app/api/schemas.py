@@ -129,6 +129,7 @@ class TrialOut(BaseModel):
     finished_at: datetime | None
     responses: dict[str, float] | None
     error: str | None
+    failure: str | None
 
 
 class TrialDetailOut(TrialOut):

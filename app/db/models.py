@@ -95,3 +95,14 @@ class Trial(Base):
     responses: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
     raw_output: Mapped[str | None] = mapped_column(LongText, nullable=True)
     error: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    failure: Mapped[str | None] = mapped_column(String(20), nullable=True)
+
+
+class TargetLease(Base):
+    """Who runs trials on a target now: one trial at a time per cluster, until `expires_at`."""
+
+    __tablename__ = "target_leases"
+
+    target: Mapped[str] = mapped_column(String(100), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(200))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())

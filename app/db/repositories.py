@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Experiment, Trial, utcnow
+from app.db.models import Experiment, TargetLease, Trial, utcnow
 from app.statuses import TrialStatus
 
 
@@ -108,3 +109,38 @@ async def cancel_unstarted_trials(session: AsyncSession, experiment_id: int) -> 
 def finished_values(now: datetime | None = None) -> dict[str, Any]:
     """Columns set on every trial that reaches a final status."""
     return {"finished_at": now or utcnow(), "lease_expires_at": None}
+
+
+async def acquire_target_lease(
+    session: AsyncSession, target: str, *, holder: str, ttl: timedelta
+) -> bool:
+    """Take or renew the lease on a target unless another holder's lease is still valid."""
+    now = utcnow()
+    renewed = await session.execute(
+        update(TargetLease)
+        .where(
+            TargetLease.target == target,
+            or_(TargetLease.holder == holder, TargetLease.expires_at < now),
+        )
+        .values(holder=holder, expires_at=now + ttl)
+        .execution_options(synchronize_session=False)
+    )
+    if renewed.rowcount == 1:  # type: ignore[attr-defined]
+        await session.commit()
+        return True
+    session.add(TargetLease(target=target, holder=holder, expires_at=now + ttl))
+    try:
+        await session.commit()
+    except IntegrityError:
+        # Another holder's valid lease is there (or was inserted a moment ago).
+        await session.rollback()
+        return False
+    return True
+
+
+async def release_target_lease(session: AsyncSession, target: str, *, holder: str) -> None:
+    """Give a target back, if this holder still has it."""
+    await session.execute(
+        delete(TargetLease).where(TargetLease.target == target, TargetLease.holder == holder)
+    )
+    await session.commit()

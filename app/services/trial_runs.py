@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
-from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, TrialStatus
+from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, Failure, TrialStatus
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,61 @@ async def record_success(
 
 
 async def record_failure(
-    session: AsyncSession, *, claimed: ClaimedTrial, error: str, raw_output: str | None = None
-) -> bool:
-    """running -> failed with the error kept; the trial is left out of every fit."""
-    return await _finish(
-        session, claimed, TrialStatus.FAILED, {"error": error, "raw_output": raw_output}
+    session: AsyncSession,
+    *,
+    claimed: ClaimedTrial,
+    error: str,
+    failure: Failure = Failure.ERROR,
+    raw_output: str | None = None,
+    max_attempts: int = 1,
+) -> TrialStatus | None:
+    """Record a failed attempt, keeping its error after those of earlier attempts.
+
+    An infrastructure failure goes back to `queued` while attempts remain (the caller sends it
+    again); any other failure, or the last attempt, is final: `failed`, left out of every fit.
+    Returns the new status, or None if the trial was no longer this worker's.
+    """
+    trial = await repositories.get_trial(session, claimed.trial_id)
+    history = (trial.error + "\n") if trial is not None and trial.error else ""
+    errors = f"{history}attempt {claimed.attempt} ({failure}): {error}"
+    if failure == Failure.INFRASTRUCTURE and claimed.attempt < max_attempts:
+        requeued = await repositories.transition(
+            session,
+            claimed.trial_id,
+            from_statuses=[TrialStatus.RUNNING],
+            to_status=TrialStatus.QUEUED,
+            values={"error": errors, "raw_output": raw_output, "lease_expires_at": None},
+        )
+        await session.commit()
+        return TrialStatus.QUEUED if requeued else None
+    done = await _finish(
+        session,
+        claimed,
+        TrialStatus.FAILED,
+        {"error": errors, "failure": failure, "raw_output": raw_output},
     )
+    return TrialStatus.FAILED if done else None
+
+
+async def target_name(session: AsyncSession, *, trial_id: int) -> str | None:
+    """The target a queued trial runs on; None when the trial is not queued (nothing to do)."""
+    trial = await repositories.get_trial(session, trial_id)
+    if trial is None or trial.status != TrialStatus.QUEUED:
+        return None
+    experiment = await repositories.get_experiment(session, trial.experiment_id)
+    return None if experiment is None else experiment.target
+
+
+async def acquire_target(
+    session: AsyncSession, *, target: str, holder: str, ttl: timedelta
+) -> bool:
+    """Take (or renew) the exclusive lease on a target: one trial at a time per cluster."""
+    return await repositories.acquire_target_lease(session, target, holder=holder, ttl=ttl)
+
+
+async def release_target(session: AsyncSession, *, target: str, holder: str) -> None:
+    """Give the target back."""
+    await repositories.release_target_lease(session, target, holder=holder)
 
 
 async def _finish(

@@ -15,7 +15,7 @@ from app.db.migrate import SchemaOutOfDateError, ensure_schema, head_revision
 from app.db.models import Base, Experiment, Trial
 from app.db.session import Database
 from app.services import trial_runs
-from app.statuses import TrialStatus
+from app.statuses import Failure, TrialStatus
 
 
 async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int:
@@ -132,4 +132,61 @@ async def test_failures_keep_their_error(database):
     async with database.session() as session:
         trial = await repositories.get_trial(session, trial_id)
     assert trial is not None
-    assert trial.status == TrialStatus.FAILED and trial.error == "sysbench exited 1"
+    assert trial.status == TrialStatus.FAILED and trial.failure == "error"
+    assert trial.error == "attempt 1 (error): sysbench exited 1"
+
+
+async def test_infrastructure_failures_are_retried_until_the_attempt_limit(database):
+    trial_id = await new_trial(database)
+    for attempt in (1, 2, 3):
+        claimed = await claim(database, trial_id)
+        assert claimed is not None and claimed.attempt == attempt
+        async with database.session() as session:
+            status = await trial_runs.record_failure(
+                session,
+                claimed=claimed,
+                error=f"node 2 left the cluster ({attempt})",
+                failure=Failure.INFRASTRUCTURE,
+                max_attempts=3,
+            )
+        assert status == (TrialStatus.FAILED if attempt == 3 else TrialStatus.QUEUED)
+    async with database.session() as session:
+        trial = await repositories.get_trial(session, trial_id)
+    assert trial is not None and trial.failure == "infrastructure" and trial.attempts == 3
+    assert trial.error is not None and trial.error.count("node 2 left the cluster") == 3
+
+
+async def test_infeasible_configurations_are_never_retried(database):
+    trial_id = await new_trial(database)
+    claimed = await claim(database, trial_id)
+    assert claimed is not None
+    async with database.session() as session:
+        status = await trial_runs.record_failure(
+            session,
+            claimed=claimed,
+            error="Too many connections",
+            failure=Failure.INFEASIBLE,
+            max_attempts=3,
+        )
+    assert status == TrialStatus.FAILED
+
+
+async def test_a_target_is_leased_to_one_holder_at_a_time(database):
+    ttl = timedelta(seconds=30)
+    async with database.session() as session:
+        assert await trial_runs.acquire_target(session, target="lab", holder="w1", ttl=ttl)
+    async with database.session() as session:
+        assert not await trial_runs.acquire_target(session, target="lab", holder="w2", ttl=ttl)
+        # Other targets are independent, and the holder renews its own lease.
+        assert await trial_runs.acquire_target(session, target="ext", holder="w2", ttl=ttl)
+        assert await trial_runs.acquire_target(session, target="lab", holder="w1", ttl=ttl)
+    async with database.session() as session:
+        await trial_runs.release_target(session, target="lab", holder="w1")
+        assert await trial_runs.acquire_target(session, target="lab", holder="w2", ttl=ttl)
+    async with database.session() as session:
+        # A lease that expired can be taken over.
+        await trial_runs.acquire_target(session, target="old", holder="w1", ttl=timedelta(0))
+        assert await trial_runs.acquire_target(session, target="old", holder="w4", ttl=ttl)
+    for target, holder in (("lab", "w2"), ("ext", "w2"), ("old", "w4")):
+        async with database.session() as session:
+            await trial_runs.release_target(session, target=target, holder=holder)

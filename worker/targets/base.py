@@ -9,7 +9,14 @@ from typing import Any, ClassVar
 
 from app.targets import GALERA_RESPONSES
 
-__all__ = ["GALERA_RESPONSES", "Target", "TargetError", "TrialResult"]
+__all__ = [
+    "GALERA_RESPONSES",
+    "InfeasibleError",
+    "InfrastructureError",
+    "Target",
+    "TargetError",
+    "TrialResult",
+]
 
 Value = float | int | str
 
@@ -26,6 +33,14 @@ class TargetError(RuntimeError):
     """A trial could not be run on the target (the trial fails with this message)."""
 
 
+class InfrastructureError(TargetError):
+    """The cluster was not healthy throughout the trial: the trial is retried."""
+
+
+class InfeasibleError(TargetError):
+    """The configuration cannot work on this target (e.g. too many connections): never retried."""
+
+
 class Target(ABC):
     """A named place to run trials; knows nothing of Celery or the database."""
 
@@ -39,6 +54,9 @@ class Target(ABC):
     @abstractmethod
     def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
         """Run one configuration. `run_key` identifies the trial (seeds simulated noise)."""
+
+    def recover(self) -> None:  # noqa: B027 - a stateless target has nothing to reset
+        """Bring the target back to a known state after a failed trial."""
 
     def close(self) -> None:  # noqa: B027 - most targets hold nothing to release
         """Release what the target holds (processes, connections)."""
