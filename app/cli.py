@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -49,6 +51,22 @@ def demo(
     except KeyboardInterrupt:
         err.print("interrupted: the API and the worker were stopped")
         raise typer.Exit(130) from None
+
+
+@cli.command()
+def lab(
+    action: Annotated[str, typer.Argument(help="up, down or status")],
+    nodes: Annotated[int, typer.Option(help="node count for `up`")] = 3,
+) -> None:
+    """Manage the local lab Galera cluster by hand: up [--nodes N], down, status."""
+    if action not in ("up", "down", "status"):
+        err.print("[red]error:[/] the action is one of up, down, status")
+        raise typer.Exit(2)
+    # The lab lives on the worker side; the CLI runs it as a module, importing no worker code.
+    argv = [sys.executable, "-m", "worker.lab", action]
+    if action == "up":
+        argv += ["--nodes", str(nodes)]
+    raise typer.Exit(subprocess.run(argv, check=False).returncode)
 
 
 def main() -> None:

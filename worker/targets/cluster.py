@@ -1,0 +1,247 @@
+"""A trial on a real Galera cluster, shared by the `lab` and `external` targets.
+
+Per trial: bring the cluster to the node count (the subclass's job), check that every node is
+healthy, set the dynamic server variables named by factors on every node, make sure each client's
+schema `sbtest<i>` is prepared, read the Galera counters, run one sysbench process per client
+(client i on node i mod N) at once, read the counters again, check health again, and combine
+everything into the responses. An unhealthy cluster is an infrastructure failure (retried), a
+configuration the server refuses is infeasible (never retried).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.targets import CLUSTER_FACTORS, WORKLOADS
+from worker import galera, sysbench
+from worker.targets.base import (
+    InfeasibleError,
+    InfrastructureError,
+    Target,
+    TargetError,
+    TrialResult,
+    Value,
+)
+
+COUNTERS = (
+    "wsrep_local_cert_failures",
+    "wsrep_local_bf_aborts",
+    "wsrep_flow_control_paused_ns",
+    "wsrep_local_recv_queue_avg",
+)
+# Server errors that mean "this configuration cannot run here", not "the cluster broke".
+INFEASIBLE_MARKERS = ("Too many connections", "max_connections", "Out of memory", "(1040)")
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """One trial's settings, from the factors with the target's defaults for the rest."""
+
+    nodes: int
+    clients: int
+    threads_per_client: int
+    runtime_s: int
+    workload: str
+    variables: dict[str, Value]
+
+
+class ClusterTarget(Target):
+    """Runs sysbench trials on Galera nodes; subclasses say which nodes and how to reach them."""
+
+    accepted_factors = CLUSTER_FACTORS
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        self.tables = int(self.settings.get("tables", 4))
+        self.table_size = int(self.settings.get("table_size", 10_000))
+        self.warmup_s = int(self.settings.get("warmup_s", 2))
+        self.reprepare = bool(self.settings.get("reprepare", False))
+        self.defaults = {
+            "nodes": int(self.settings.get("nodes", 3)),
+            "clients": int(self.settings.get("clients", 1)),
+            "threads_per_client": int(self.settings.get("threads_per_client", 4)),
+            "runtime_s": int(self.settings.get("runtime_s", 10)),
+            "workload": str(self.settings.get("workload", "oltp_read_write")),
+        }
+        self._prepared: set[str] = set()
+
+    @abstractmethod
+    def nodes_for(self, count: int) -> list[galera.Node]:
+        """The nodes that receive client load for a trial on `count` nodes (ready to use)."""
+
+    @property
+    @abstractmethod
+    def credentials(self) -> galera.Credentials:
+        """How sysbench and the status queries log in."""
+
+    def plan(self, config: Mapping[str, Value]) -> TrialPlan:
+        """The trial's settings; refuses values no cluster can run."""
+        merged = {**self.defaults, **config}
+        workload = str(merged["workload"])
+        if workload not in WORKLOADS:
+            raise InfeasibleError(f"workload must be one of {', '.join(WORKLOADS)}")
+        numbers = {}
+        for name in ("nodes", "clients", "threads_per_client", "runtime_s"):
+            value = merged[name]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InfeasibleError(f"{name} must be a number")
+            if int(value) < 1:
+                raise InfeasibleError(f"{name} must be at least 1")
+            numbers[name] = int(value)
+        variables = {k: v for k, v in config.items() if k not in CLUSTER_FACTORS}
+        if "wsrep_slave_threads" in config:
+            variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
+        return TrialPlan(workload=workload, variables=variables, **numbers)
+
+    def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
+        """Run one trial (module docstring)."""
+        plan = self.plan(config)
+        try:
+            nodes = self.nodes_for(plan.nodes)
+            galera.check_healthy(nodes, self.credentials)
+            galera.set_globals(nodes, self.credentials, plan.variables)
+            self._prepare(nodes[0], plan)
+            before = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
+            started = time.monotonic()
+            outputs = self._benchmark(nodes, plan)
+            elapsed = time.monotonic() - started
+            after = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
+            galera.check_healthy(nodes, self.credentials)
+        except galera.VariableError as error:
+            raise InfeasibleError(str(error)) from error
+        except galera.GaleraError as error:
+            raise InfrastructureError(str(error)) from error
+        results = [self._parse(output) for output in outputs]
+        return TrialResult(
+            responses=_responses(sysbench.combine(results), before, after, elapsed),
+            raw_output=self._redact("\n".join(outputs)),
+        )
+
+    def _prepare(self, node: galera.Node, plan: TrialPlan) -> None:
+        for client in range(1, plan.clients + 1):
+            database = f"sbtest{client}"
+            if database in self._prepared and not self.reprepare:
+                continue
+            with galera.connect(node, self.credentials) as connection:
+                cursor = connection.cursor()
+                if not self.reprepare and self._complete(cursor, database):
+                    self._prepared.add(database)
+                    continue
+                cursor.execute(f"DROP DATABASE IF EXISTS {database}")
+                cursor.execute(f"CREATE DATABASE {database}")
+            argv = sysbench.prepare_command(
+                self._connection(node, database),
+                workload=plan.workload,
+                tables=self.tables,
+                table_size=self.table_size,
+            )
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                raise TargetError(
+                    f"sysbench prepare of {database} failed: "
+                    + self._redact((done.stdout + done.stderr)[-2000:])
+                )
+            self._prepared.add(database)
+
+    def _complete(self, cursor: Any, database: str) -> bool:
+        """Whether a schema left by an earlier worker has every table with every row."""
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s", (database,)
+        )
+        if cursor.fetchone()[0] != self.tables:
+            return False
+        cursor.execute(f"SELECT COUNT(*) FROM {database}.sbtest{self.tables}")
+        return bool(cursor.fetchone()[0] == self.table_size)
+
+    def _benchmark(self, nodes: list[galera.Node], plan: TrialPlan) -> list[str]:
+        processes = []
+        for client in range(1, plan.clients + 1):
+            node = nodes[(client - 1) % len(nodes)]
+            argv = sysbench.run_command(
+                self._connection(node, f"sbtest{client}"),
+                workload=plan.workload,
+                threads=plan.threads_per_client,
+                time_s=plan.runtime_s,
+                warmup_s=self.warmup_s,
+                tables=self.tables,
+                table_size=self.table_size,
+            )
+            processes.append(
+                subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            )
+        deadline = plan.runtime_s + self.warmup_s + 120
+        outputs = []
+        for process in processes:
+            try:
+                output, _ = process.communicate(timeout=deadline)
+            except subprocess.TimeoutExpired:
+                for other in processes:
+                    other.kill()
+                raise InfrastructureError(f"sysbench did not finish within {deadline} s") from None
+            if process.returncode != 0:
+                tail = self._redact(output[-2000:])
+                if any(marker in output for marker in INFEASIBLE_MARKERS):
+                    raise InfeasibleError(f"the server refused the load: {tail}")
+                raise TargetError(f"sysbench exited {process.returncode}: {tail}")
+            outputs.append(output)
+        return outputs
+
+    def _parse(self, output: str) -> sysbench.RunResult:
+        try:
+            return sysbench.parse(output)
+        except sysbench.SysbenchOutputError as error:
+            raise TargetError(f"{error}: {self._redact(output[-2000:])}") from error
+
+    def _connection(self, node: galera.Node, database: str) -> sysbench.Connection:
+        return sysbench.Connection(
+            host=node.host,
+            port=node.port,
+            user=self.credentials.user,
+            password=self.credentials.password,
+            database=database,
+        )
+
+    def _redact(self, text: str) -> str:
+        return sysbench.redact(text, self.credentials.password)
+
+    def recover(self) -> None:
+        """Schemas may be half-prepared after a failure: prepare them again next time."""
+        self._prepared.clear()
+
+
+def _responses(
+    combined: sysbench.Combined,
+    before: list[dict[str, str]],
+    after: list[dict[str, str]],
+    elapsed_s: float,
+) -> dict[str, float]:
+    def delta(name: str) -> float:
+        return sum(float(a[name]) - float(b[name]) for a, b in zip(after, before, strict=True))
+
+    nodes = len(after)
+    transactions = combined.transactions
+    errors = combined.ignored_errors
+    return {
+        "tps": combined.tps,
+        "qps": combined.qps,
+        "latency_avg_ms": combined.latency_avg_ms,
+        "latency_p95_ms": combined.latency_p95_ms,
+        "errors_per_s": combined.errors_per_s,
+        "reconnects_per_s": combined.reconnects_per_s,
+        "cert_failures": delta("wsrep_local_cert_failures"),
+        "bf_aborts": delta("wsrep_local_bf_aborts"),
+        # Each node counts the time it was paused; flow control pauses the whole cluster.
+        "flow_control_paused": delta("wsrep_flow_control_paused_ns") / (nodes * elapsed_s * 1e9),
+        # Reading wsrep_local_recv_queue_avg resets it: the value after is the run's average.
+        "recv_queue_avg": sum(float(a["wsrep_local_recv_queue_avg"]) for a in after) / nodes,
+        "abort_rate": errors / (transactions + errors) if transactions + errors else 0.0,
+        "tps_steady": combined.steady.tps_mean,
+        "tps_se": combined.steady.tps_se,
+        "latency_p95_steady_ms": combined.steady.p95_mean,
+        "latency_p95_se_ms": combined.steady.p95_se,
+    }

@@ -1,0 +1,84 @@
+"""The `external` target: an existing Galera cluster the operator declares in the targets file.
+
+Settings: `nodes` (a list of `{host, port}`, optionally with `start` and `stop` commands as
+argument lists), `user`, and `password_env`, the name of the environment variable that holds the
+password (never the password itself). The node-count factor picks how many of the listed nodes
+receive client load, as the published 4-node study did. A node that does not answer before a
+trial is started with its `start` command when it has one; `stop` commands run when the worker
+exits.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from worker import galera
+from worker.targets.base import InfeasibleError, TargetError
+from worker.targets.cluster import ClusterTarget
+
+
+class ExternalTarget(ClusterTarget):
+    """Trials on an operator's cluster."""
+
+    kind: ClassVar[str] = "external"
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        entries = self.settings.get("nodes")
+        if not isinstance(entries, list) or not entries:
+            raise TargetError(f"target '{name}': settings.nodes must list the cluster's nodes")
+        self._nodes = [
+            galera.Node(name=f"node{i}", host=str(e["host"]), port=int(e.get("port", 3306)))
+            for i, e in enumerate(entries, start=1)
+        ]
+        self._commands = [
+            {key: _argv(name, e.get(key), key) for key in ("start", "stop")} for e in entries
+        ]
+        password_env = self.settings.get("password_env")
+        password = os.environ.get(str(password_env), "") if password_env else ""
+        if password_env and password_env not in os.environ:
+            raise TargetError(f"target '{name}': environment variable {password_env} is not set")
+        self._credentials = galera.Credentials(
+            user=str(self.settings.get("user", "root")), password=password
+        )
+
+    @property
+    def credentials(self) -> galera.Credentials:
+        """The operator's user, with the password read from the environment."""
+        return self._credentials
+
+    def nodes_for(self, count: int) -> list[galera.Node]:
+        """The first `count` nodes: they receive the client load."""
+        if count > len(self._nodes):
+            raise InfeasibleError(
+                f"target '{self.name}' has {len(self._nodes)} nodes; {count} asked"
+            )
+        for node, commands in zip(self._nodes, self._commands, strict=True):
+            if commands["start"] and not _answers(node, self.credentials):
+                subprocess.run(commands["start"], check=False, timeout=300)
+        return self._nodes[:count]
+
+    def close(self) -> None:
+        """Run the operator's stop commands, if any."""
+        for commands in self._commands:
+            if commands["stop"]:
+                subprocess.run(commands["stop"], check=False, timeout=300)
+
+
+def _argv(target: str, value: object, key: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
+        raise TargetError(f"target '{target}': a node's {key} must be an argument list")
+    return list(value)
+
+
+def _answers(node: galera.Node, credentials: galera.Credentials) -> bool:
+    try:
+        galera.global_status(node, credentials, ["wsrep_ready"])
+    except galera.GaleraError:
+        return False
+    return True

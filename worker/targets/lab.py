@@ -1,0 +1,59 @@
+"""The `lab` target: a real Galera cluster of `mariadbd` processes on this machine's loopback.
+
+The worker starts it on the first trial, resizes it to each trial's node count (joins by
+SST/IST, clean shutdown of the last nodes) and reuses it between trials; `recover` resets it
+after a failed trial, `close` stops it when the worker exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from worker import galera
+from worker.targets.base import InfeasibleError
+from worker.targets.cluster import ClusterTarget
+
+LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
+
+
+def layout_from(settings: Mapping[str, Any]) -> galera.LabLayout:
+    """The cluster layout a `lab` target's settings describe (defaults for the rest)."""
+    layout = {k: settings[k] for k in LAYOUT_SETTINGS if k in settings}
+    if "base_dir" in layout:
+        layout["base_dir"] = Path(layout["base_dir"])
+    return galera.LabLayout(**layout)
+
+
+class LabTarget(ClusterTarget):
+    """Trials on the local lab cluster."""
+
+    kind: ClassVar[str] = "lab"
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        self.cluster = galera.LabCluster(layout_from(self.settings))
+
+    @property
+    def credentials(self) -> galera.Credentials:
+        """The user the lab created when it bootstrapped."""
+        return self.cluster.credentials
+
+    def nodes_for(self, count: int) -> list[galera.Node]:
+        """Resize the running cluster to `count` nodes."""
+        if count > self.cluster.layout.max_nodes:
+            raise InfeasibleError(
+                f"the lab runs at most {self.cluster.layout.max_nodes} nodes; {count} asked"
+            )
+        self.cluster.resize(count)
+        return self.cluster.nodes()
+
+    def recover(self) -> None:
+        """Start the next trial from a fresh cluster."""
+        super().recover()
+        self.cluster.reset()
+
+    def close(self) -> None:
+        """Stop every node cleanly."""
+        self.cluster.stop()
