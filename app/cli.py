@@ -39,12 +39,15 @@ def worker(loglevel: Annotated[str, typer.Option()] = "INFO") -> None:
 @cli.command()
 def demo(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)] = QUICKSTART,
-    timeout: Annotated[float, typer.Option(help="seconds to wait for the trials")] = 300.0,
+    timeout: Annotated[float, typer.Option(help="seconds to wait for the trials")] = 900.0,
     model: Annotated[str, typer.Option(help="linear, interaction or quadratic")] = "quadratic",
+    target: Annotated[
+        str | None, typer.Option(help="run on this target instead, e.g. simulated (instant)")
+    ] = None,
 ) -> None:
     """Start the API and a worker, run an experiment end to end, print the optimum."""
     try:
-        run_demo(file, timeout=timeout, model=model)
+        run_demo(file, timeout=timeout, model=model, target=target)
     except (DemoError, ApiError) as error:
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(1) from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,15 +30,25 @@ class DemoError(RuntimeError):
 
 
 def run_demo(
-    spec_path: Path = QUICKSTART, *, timeout: float = 300.0, model: str = "quadratic"
+    spec_path: Path = QUICKSTART,
+    *,
+    timeout: float = 900.0,
+    model: str = "quadratic",
+    target: str | None = None,
 ) -> None:
-    """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all."""
+    """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all.
+
+    `target` replaces the file's target (e.g. `simulated` for an instant run). When the worker
+    ran trials on the lab cluster, the cluster is stopped at the end.
+    """
     # Ctrl-C and SIGTERM both end the demo through the `finally` that stops the children, even
     # when the demo was started with SIGINT ignored (as a background job of a script).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     console = Console()
     spec = yaml.safe_load(spec_path.read_text())
+    if target is not None:
+        spec["target"] = target
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="galera-doe-demo-") as logs:
         children = [
@@ -60,8 +72,19 @@ def run_demo(
                 analysis = client.analysis(experiment["id"], model=model)
             _print_results(console, final, analysis)
         finally:
+            # The worker stops the lab cluster as it exits; that takes a few seconds per node.
             for child in reversed(children):
-                child.stop()
+                child.stop(timeout=90)
+            if spec.get("target") == "lab":
+                _stop_lab(console)
+
+
+def _stop_lab(console: Console) -> None:
+    """Make sure no lab node outlives the demo, even if the worker was killed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.lab", "down"], capture_output=True, text=True, check=False
+    )
+    console.print("lab cluster stopped" if done.returncode == 0 else done.stderr.strip())
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
