@@ -1,0 +1,566 @@
+"""sysbench 1.0/1.1 for Galera trials: argument lists, output parsing and steady-state statistics.
+
+Nothing here starts a process: `prepare_command` and `run_command` return argument lists for
+`subprocess.run` (never a shell), `parse` reads what sysbench printed, `steady_state` estimates the
+steady-state throughput and p95 latency from the per-interval reports, and `combine` merges the
+outputs of several client processes that ran at the same time.
+
+Formats follow sysbench's source (src/sysbench.c, src/db_driver.c, src/sb_histogram.c): the
+interval line of `db_report_intermediate`, the cumulative block of `db_report_cumulative`, and
+the histogram of `sb_histogram_print` (1024 log-spaced buckets from 0.001 ms to 100 s, each line
+the bucket's value in ms with 3 decimals and its count).
+
+Warm-up. sysbench 1.0.x, the release Debian and Ubuntu ship, has no `--warmup-time` (it came with
+1.1: akopytov/sysbench#227, #466). By default the run lasts warm-up + measurement and
+`--report-checkpoints=<warm-up>` makes sysbench print a full report at the end of the warm-up and
+reset every counter and the latency histogram; the final report then covers the measurement only,
+and `parse` keeps it. With sysbench >= 1.1 pass `native_warmup=True` to use `--warmup-time`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WORKLOADS: tuple[str, ...] = (
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_update_index",
+)
+
+# Errors that abort one transaction, which sysbench then counts as an ignored error and retries,
+# instead of stopping the run. MariaDB's wsrep layer (wsrep_override_error) reports a
+# certification failure or a brute-force abort as 1213 ER_LOCK_DEADLOCK, a BF-aborted statement
+# as 1317 ER_QUERY_INTERRUPTED (PXC does so for prepared statements, see akopytov/sysbench#122) and
+# a wsrep timeout as 1205; 1020 is in sysbench's own default list. 1180 ER_ERROR_DURING_COMMIT is
+# left out on purpose: wsrep raises it for a writeset over wsrep_max_ws_size or a failed
+# streaming-replication fragment, configuration faults that must fail the trial, not conflicts.
+DEFAULT_IGNORE_ERRORS = "1213,1020,1205,1317"
+PERCENTILE = 95
+MSER_BATCH = 5
+
+_HOST = re.compile(r"^[A-Za-z0-9._:-]{1,255}$")
+_DATABASE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+_IGNORE = re.compile(r"^(all|none|\d{1,5}(,\d{1,5})*)$")
+_VERSION = re.compile(r"sysbench (\d+)\.(\d+)\.(\d+)")
+_PASSWORD_ARG = re.compile(r"(--mysql-password=)[^\s'\"]*")
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|inf|nan)"
+_INTERVAL_START = re.compile(r"^\[ (\d+(?:\.\d+)?)s \] thds: ")
+# The Lua report hook of sysbench.lua prints "err/s" without the colon that the C one has.
+_INTERVAL = re.compile(
+    rf"^\[ (?P<time>\d+(?:\.\d+)?)s \] thds: (?P<threads>\d+) tps: (?P<tps>{_NUM}) "
+    rf"qps: (?P<qps>{_NUM}) \(r/w/o: {_NUM}/{_NUM}/{_NUM}\) "
+    rf"lat \(ms,(?P<pct>\d+)%\): (?P<lat>{_NUM}) err/s:? (?P<err>{_NUM}) "
+    rf"reconn/s: (?P<reconn>{_NUM})$"
+)
+_CHECKPOINT = re.compile(r"^\[ (\d+(?:\.\d+)?)s \] Checkpoint report:$")
+_HISTOGRAM_LINE = re.compile(r"^\s*(\d+\.\d+) \|\**\s* (\d+)$")
+_FIELDS: dict[str, re.Pattern[str]] = {
+    "transactions": re.compile(rf"^\s+transactions:\s+(\d+)\s+\(({_NUM}) per sec\.\)$"),
+    "queries": re.compile(rf"^\s+queries:\s+(\d+)\s+\(({_NUM}) per sec\.\)$"),
+    "ignored_errors": re.compile(rf"^\s+ignored errors:\s+(\d+)\s+\(({_NUM}) per sec\.\)$"),
+    "reconnects": re.compile(rf"^\s+reconnects:\s+(\d+)\s+\(({_NUM}) per sec\.\)$"),
+    "total_time": re.compile(rf"^\s+total time:\s+({_NUM})s$"),
+    "events": re.compile(r"^\s+total number of events:\s+(\d+)$"),
+    "min": re.compile(rf"^\s+min:\s+({_NUM})$"),
+    "avg": re.compile(rf"^\s+avg:\s+({_NUM})$"),
+    "max": re.compile(rf"^\s+max:\s+({_NUM})$"),
+    "percentile": re.compile(rf"^\s+(\d+)th percentile:\s+({_NUM})$"),
+}
+
+
+class SysbenchOutputError(ValueError):
+    """sysbench printed no usable statistics; the message ends with the tail of its output."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where one sysbench client connects; the password never shows in repr."""
+
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False)
+    database: str
+
+    def __post_init__(self) -> None:
+        # sysbench reads --mysql-host and --mysql-port as comma-separated lists and would
+        # silently spread the load over several servers.
+        if not _HOST.match(self.host):
+            raise ValueError(f"host: {self.host!r} is not a host name or address")
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"port: {self.port} is not in 1..65535")
+        if not self.user:
+            raise ValueError("user: must not be empty")
+        if not _DATABASE.match(self.database):
+            raise ValueError(f"database: {self.database!r} must match {_DATABASE.pattern}")
+
+
+def _connection_args(connection: Connection) -> list[str]:
+    return [
+        "--db-driver=mysql",
+        f"--mysql-host={connection.host}",
+        f"--mysql-port={connection.port}",
+        f"--mysql-user={connection.user}",
+        f"--mysql-password={connection.password}",
+        f"--mysql-db={connection.database}",
+    ]
+
+
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise ValueError(f"{name}: must be at least 1, got {value}")
+
+
+def _check_workload(workload: str) -> None:
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload: {workload!r} is not one of {', '.join(WORKLOADS)}")
+
+
+def prepare_command(
+    connection: Connection,
+    *,
+    workload: str,
+    tables: int,
+    table_size: int,
+    binary: str = "sysbench",
+) -> list[str]:
+    """The argument list that creates and fills the workload's tables in `connection.database`."""
+    _check_workload(workload)
+    _check_positive(tables=tables, table_size=table_size)
+    return [
+        binary,
+        workload,
+        *_connection_args(connection),
+        f"--tables={tables}",
+        f"--table_size={table_size}",
+        "prepare",
+    ]
+
+
+def run_command(
+    connection: Connection,
+    *,
+    workload: str,
+    threads: int,
+    time_s: int,
+    warmup_s: int,
+    report_interval: int = 1,
+    tables: int,
+    table_size: int,
+    ignore_errors: str = DEFAULT_IGNORE_ERRORS,
+    native_warmup: bool = False,
+    binary: str = "sysbench",
+) -> list[str]:
+    """The argument list of one measured run: `time_s` of measurement after `warmup_s` of warm-up.
+
+    Latency histogram on, 95th percentile, prepared statements off (a BF-aborted statement then
+    comes back as 1213 like any conflict). Without `native_warmup` (sysbench 1.0.x) the warm-up
+    is a report checkpoint, so `warmup_s` must be a multiple of `report_interval` for no interval
+    report to straddle the end of the warm-up.
+    """
+    _check_workload(workload)
+    _check_positive(
+        threads=threads,
+        time_s=time_s,
+        report_interval=report_interval,
+        tables=tables,
+        table_size=table_size,
+    )
+    if warmup_s < 0:
+        raise ValueError(f"warmup_s: must not be negative, got {warmup_s}")
+    if not _IGNORE.match(ignore_errors):
+        raise ValueError(f"ignore_errors: {ignore_errors!r} is not 'all', 'none' or codes a,b,c")
+    if native_warmup:
+        timing = [f"--time={time_s}", f"--warmup-time={warmup_s}"]
+    elif warmup_s == 0:
+        timing = [f"--time={time_s}"]
+    else:
+        if warmup_s % report_interval:
+            raise ValueError(
+                f"warmup_s: {warmup_s} must be a multiple of report_interval ({report_interval})"
+            )
+        timing = [f"--time={time_s + warmup_s}", f"--report-checkpoints={warmup_s}"]
+    return [
+        binary,
+        workload,
+        *_connection_args(connection),
+        f"--tables={tables}",
+        f"--table_size={table_size}",
+        f"--threads={threads}",
+        *timing,
+        f"--report-interval={report_interval}",
+        "--histogram=on",
+        f"--percentile={PERCENTILE}",
+        "--db-ps-mode=disable",
+        f"--mysql-ignore-errors={ignore_errors}",
+        "run",
+    ]
+
+
+def supports_native_warmup(version_output: str) -> bool:
+    """Whether the sysbench that printed `version_output` (its --version) has --warmup-time."""
+    match = _VERSION.search(version_output)
+    if match is None:
+        raise ValueError(f"not a sysbench version: {version_output.strip()[:80]!r}")
+    return (int(match[1]), int(match[2])) >= (1, 1)
+
+
+def redact(text: str, password: str) -> str:
+    """`text` with the password and any --mysql-password=... argument masked."""
+    # The known password first: it may hold spaces or quotes, which end the argument pattern.
+    masked = text.replace(password, "***") if password else text
+    return _PASSWORD_ARG.sub(r"\1***", masked)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One --report-interval line: rates over the interval that ends at `time_s`."""
+
+    time_s: float
+    threads: int
+    tps: float
+    qps: float
+    latency_p95_ms: float
+    errors_per_s: float
+    reconnects_per_s: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The final report of one run (the measurement window, after any warm-up checkpoint).
+
+    `total_time_s` is sysbench's own "total time", which counts a checkpoint warm-up too; the
+    rates are over the measurement window. `histogram` is (bucket value ms, count) of the final
+    report, empty without --histogram. `intervals` are the interval reports of the measurement
+    window, `warmup_intervals` those up to the warm-up checkpoint.
+    """
+
+    transactions: int
+    tps: float
+    queries: int
+    qps: float
+    ignored_errors: int
+    errors_per_s: float
+    reconnects: int
+    reconnects_per_s: float
+    latency_min_ms: float
+    latency_avg_ms: float
+    latency_max_ms: float
+    latency_p95_ms: float
+    total_time_s: float
+    events: int
+    histogram: tuple[tuple[float, int], ...]
+    intervals: tuple[Interval, ...]
+    warmup_intervals: tuple[Interval, ...] = ()
+
+
+def _tail(output: str, lines: int = 20) -> str:
+    return "\n".join(output.rstrip().splitlines()[-lines:])
+
+
+def _failure(reason: str, output: str) -> SysbenchOutputError:
+    fatal = next((line for line in output.splitlines() if line.startswith("FATAL:")), None)
+    head = f"{reason} ({fatal})" if fatal else reason
+    return SysbenchOutputError(f"{head}; last lines of the output:\n{_tail(output)}")
+
+
+def _parse_interval(line: str) -> Interval:
+    match = _INTERVAL.match(line)
+    if match is None:
+        raise SysbenchOutputError(f"unrecognised interval report: {line!r}")
+    if int(match["pct"]) != PERCENTILE:
+        raise SysbenchOutputError(f"interval reports the {match['pct']}th percentile, not the 95th")
+    return Interval(
+        time_s=float(match["time"]),
+        threads=int(match["threads"]),
+        tps=float(match["tps"]),
+        qps=float(match["qps"]),
+        latency_p95_ms=float(match["lat"]),
+        errors_per_s=float(match["err"]),
+        reconnects_per_s=float(match["reconn"]),
+    )
+
+
+def _parse_block(lines: list[str], output: str) -> dict[str, tuple[str, ...]]:
+    """Field name -> captured groups of one cumulative report block."""
+    found: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        for name, pattern in _FIELDS.items():
+            match = pattern.match(line)
+            if match is not None and name not in found:
+                found[name] = match.groups()
+                break
+    missing = sorted(set(_FIELDS) - set(found))
+    if missing:
+        raise _failure(f"incomplete sysbench report (no {', '.join(missing)})", output)
+    percentile = found["percentile"][0]
+    if int(percentile) != PERCENTILE:
+        raise _failure(f"report has the {percentile}th percentile, not the 95th", output)
+    return found
+
+
+def parse(output: str) -> RunResult:
+    """Parse the stdout of `sysbench ... run`; SysbenchOutputError if it has no final report."""
+    lines = output.splitlines()
+    intervals: list[Interval] = []
+    histogram: list[tuple[float, int]] = []
+    blocks: list[tuple[bool, list[str]]] = []  # (is a checkpoint report, its lines)
+    checkpoint_s: float | None = None
+    pending_checkpoint = False
+    in_histogram = False
+    for line in lines:
+        if in_histogram:
+            match = _HISTOGRAM_LINE.match(line)
+            if match is not None:
+                histogram.append((float(match[1]), int(match[2])))
+                continue
+            if line.lstrip().startswith("value"):
+                continue
+            in_histogram = False
+        if _INTERVAL_START.match(line):
+            intervals.append(_parse_interval(line))
+        elif match := _CHECKPOINT.match(line):
+            checkpoint_s = float(match[1])
+            pending_checkpoint = True
+        elif line.startswith("Latency histogram"):
+            # Only the final report prints a histogram: counts since the last checkpoint.
+            histogram = []
+            in_histogram = True
+        elif line.startswith("SQL statistics:"):
+            blocks.append((pending_checkpoint, []))
+            pending_checkpoint = False
+        elif blocks:
+            blocks[-1][1].append(line)
+    finals = [block for is_checkpoint, block in blocks if not is_checkpoint]
+    if not finals:
+        raise _failure("sysbench printed no final statistics", output)
+    if len(finals) > 1:
+        raise _failure("sysbench printed more than one final report", output)
+    fields = _parse_block(finals[0], output)
+    warmup = [i for i in intervals if checkpoint_s is not None and i.time_s <= checkpoint_s]
+    return RunResult(
+        transactions=int(fields["transactions"][0]),
+        tps=float(fields["transactions"][1]),
+        queries=int(fields["queries"][0]),
+        qps=float(fields["queries"][1]),
+        ignored_errors=int(fields["ignored_errors"][0]),
+        errors_per_s=float(fields["ignored_errors"][1]),
+        reconnects=int(fields["reconnects"][0]),
+        reconnects_per_s=float(fields["reconnects"][1]),
+        latency_min_ms=float(fields["min"][0]),
+        latency_avg_ms=float(fields["avg"][0]),
+        latency_max_ms=float(fields["max"][0]),
+        latency_p95_ms=float(fields["percentile"][1]),
+        total_time_s=float(fields["total_time"][0]),
+        events=int(fields["events"][0]),
+        histogram=tuple(histogram),
+        intervals=tuple(intervals[len(warmup) :]),
+        warmup_intervals=tuple(warmup),
+    )
+
+
+def histogram_percentile(
+    histogram: Sequence[tuple[float, int]], percentile: float = PERCENTILE
+) -> float:
+    """The percentile of a sysbench histogram, by sysbench's own rule (sb_histogram_get_pct_*).
+
+    The value of the first bucket whose cumulative count reaches floor(N p / 100 + 0.5).
+    """
+    if not 0 < percentile <= 100:
+        raise ValueError(f"percentile: {percentile} is not in (0, 100]")
+    buckets = sorted(histogram)
+    cumulative = list(itertools.accumulate(count for _, count in buckets))
+    if not cumulative or cumulative[-1] == 0:
+        raise ValueError("histogram: no events")
+    target = math.floor(cumulative[-1] * percentile / 100 + 0.5)
+    return buckets[bisect.bisect_left(cumulative, target)][0]
+
+
+def merge_histograms(
+    histograms: Sequence[Sequence[tuple[float, int]]],
+) -> tuple[tuple[float, int], ...]:
+    """Bucket-wise sum of histograms (sysbench's buckets are fixed, so values line up)."""
+    counts: dict[float, int] = {}
+    for histogram in histograms:
+        for value, count in histogram:
+            counts[value] = counts.get(value, 0) + count
+    return tuple(sorted(counts.items()))
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Steady-state means of the interval tps and p95 latency, with batch-means standard errors."""
+
+    tps_mean: float
+    tps_se: float
+    p95_mean: float
+    p95_se: float
+    intervals_used: int
+    intervals_dropped: int
+    rule: str
+
+
+def _mser_limit(batches: int) -> int:
+    """The largest number of batches MSER may drop: half of them, leaving at least two."""
+    return max(0, min(batches // 2, batches - 2))
+
+
+def mser_truncation(values: Sequence[float], batch: int = MSER_BATCH) -> int:
+    """MSER-b truncation point, in observations (White 1997; White, Cobb & Spratt 2000).
+
+    The series is cut into k batches of `batch` (an incomplete last batch is left out of the
+    choice), with batch means Z_1..Z_k; the rule keeps the d minimising
+    MSER(d) = sum_{j>d} (Z_j - mean(Z_{d+1..k}))^2 / (k - d)^2 and drops d batches. As is usual
+    (Franklin & White 2008), d is searched only in the first half, leaving at least two batches,
+    because MSER(d) degenerates to 0 as k - d approaches 1. Ties go to the smaller d.
+    """
+    x = np.asarray(values, dtype=float)
+    k = len(x) // batch
+    if _mser_limit(k) == 0:
+        return 0
+    # Shift by the first value: a constant series is then exactly zero, free of rounding.
+    z = (x[: k * batch] - x[0]).reshape(k, batch).mean(axis=1)
+    best_d, best = 0, math.inf
+    for d in range(_mser_limit(k) + 1):
+        tail = z[d:]
+        statistic = float(((tail - tail.mean()) ** 2).sum()) / (k - d) ** 2
+        if statistic < best:
+            best_d, best = d, statistic
+    return best_d * batch
+
+
+def batch_means(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean, standard error by non-overlapping batch means, and the number of batches.
+
+    Interval reports are autocorrelated, so their plain standard deviation / sqrt(n) would be too
+    small. The series is cut into b = floor(n / m) batches of m = floor(sqrt(n)) consecutive
+    values (the square-root rule; the first n - b m values are left out of the batches) and the
+    standard error is sd(batch means) / sqrt(b).
+    """
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 4:
+        raise ValueError(f"values: need at least 4 for two batches, got {n}")
+    size = math.isqrt(n)
+    count = n // size
+    shifted = x - x[0]
+    means = shifted[n - count * size :].reshape(count, size).mean(axis=1)
+    se = float(means.std(ddof=1)) / math.sqrt(count)
+    return float(x[0] + shifted.mean()), se, count
+
+
+def steady_state(intervals: Sequence[Interval]) -> SteadyState:
+    """Drop the warm-up by MSER-5 on the tps series, then batch-means statistics of the rest.
+
+    The truncation found on tps (the objective) applies to the p95 series too. Intervals with no
+    transaction have no latency (sysbench prints 0.00) and are left out of the p95 statistics.
+    """
+    if len(intervals) < MSER_BATCH:
+        raise SysbenchOutputError(
+            f"steady state needs at least {MSER_BATCH} interval reports, got {len(intervals)}"
+        )
+    tps = [interval.tps for interval in intervals]
+    dropped = mser_truncation(tps)
+    kept = intervals[dropped:]
+    tps_mean, tps_se, tps_batches = batch_means([interval.tps for interval in kept])
+    p95 = [interval.latency_p95_ms for interval in kept if interval.tps > 0]
+    if len(p95) < 4:
+        raise SysbenchOutputError(
+            f"steady state: only {len(p95)} of {len(kept)} kept intervals had transactions"
+        )
+    p95_mean, p95_se, _ = batch_means(p95)
+    rule = (
+        f"MSER-{MSER_BATCH} (White 1997) on interval tps, truncation searched in the first half: "
+        f"dropped {dropped} of {len(intervals)} intervals; standard errors by {tps_batches} "
+        f"non-overlapping batch means of {math.isqrt(len(kept))} intervals"
+    )
+    limit = _mser_limit(len(intervals) // MSER_BATCH)
+    if limit and dropped == limit * MSER_BATCH:
+        # A minimum at the search limit is the usual sign of a run too short to settle.
+        rule += "; truncation at the search limit, the run may be too short for steady state"
+    return SteadyState(
+        tps_mean=tps_mean,
+        tps_se=tps_se,
+        p95_mean=p95_mean,
+        p95_se=p95_se,
+        intervals_used=len(kept),
+        intervals_dropped=dropped,
+        rule=rule,
+    )
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The responses of several client processes that ran at the same time.
+
+    tps, qps, error and reconnect rates and counts add; latency_avg_ms is the event-weighted
+    mean; latency_p95_ms comes from the merged histograms. `intervals` is the summed interval
+    series (same report times in every process); its p95 is the largest of the processes', an
+    upper bound of the combined p95 (a mixture's quantile never exceeds its components' largest).
+    """
+
+    tps: float
+    qps: float
+    latency_avg_ms: float
+    latency_p95_ms: float
+    errors_per_s: float
+    reconnects_per_s: float
+    ignored_errors: int
+    transactions: int
+    steady: SteadyState
+    histogram: tuple[tuple[float, int], ...]
+    intervals: tuple[Interval, ...]
+
+
+def sum_intervals(series: Sequence[Sequence[Interval]]) -> tuple[Interval, ...]:
+    """Interval reports of concurrent processes added up by report time (times all of them have)."""
+    by_time = [{interval.time_s: interval for interval in intervals} for intervals in series]
+    common = sorted(set.intersection(*(set(times) for times in by_time)))
+    return tuple(
+        Interval(
+            time_s=time_s,
+            threads=sum(times[time_s].threads for times in by_time),
+            tps=sum(times[time_s].tps for times in by_time),
+            qps=sum(times[time_s].qps for times in by_time),
+            latency_p95_ms=max(times[time_s].latency_p95_ms for times in by_time),
+            errors_per_s=sum(times[time_s].errors_per_s for times in by_time),
+            reconnects_per_s=sum(times[time_s].reconnects_per_s for times in by_time),
+        )
+        for time_s in common
+    )
+
+
+def combine(results: Sequence[RunResult]) -> Combined:
+    """Combine the runs of client processes that loaded the cluster at the same time."""
+    if not results:
+        raise ValueError("results: need at least one run")
+    if any(not result.histogram for result in results):
+        raise SysbenchOutputError("combine needs every run's latency histogram (--histogram=on)")
+    events = sum(result.events for result in results)
+    if events == 0:
+        raise SysbenchOutputError("no events in any run")
+    histogram = merge_histograms([result.histogram for result in results])
+    intervals = sum_intervals([result.intervals for result in results])
+    return Combined(
+        tps=sum(result.tps for result in results),
+        qps=sum(result.qps for result in results),
+        latency_avg_ms=sum(result.latency_avg_ms * result.events for result in results) / events,
+        latency_p95_ms=histogram_percentile(histogram),
+        errors_per_s=sum(result.errors_per_s for result in results),
+        reconnects_per_s=sum(result.reconnects_per_s for result in results),
+        ignored_errors=sum(result.ignored_errors for result in results),
+        transactions=sum(result.transactions for result in results),
+        steady=steady_state(intervals),
+        histogram=histogram,
+        intervals=intervals,
+    )
