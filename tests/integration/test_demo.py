@@ -39,7 +39,11 @@ def test_demo_prints_the_optimum_and_stops_what_it_started(demo_broker: str, tmp
     galera_doe = Path(sys.executable).with_name("galera-doe")
     started = time.monotonic()
     result = subprocess.run(
-        [str(galera_doe), "demo"], env=env, capture_output=True, text=True, timeout=120
+        [str(galera_doe), "demo", "--target", "simulated"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     elapsed = time.monotonic() - started
     out = result.stdout

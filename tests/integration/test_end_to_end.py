@@ -23,6 +23,11 @@ pytestmark = pytest.mark.integration
 QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "quickstart.yaml"
 
 
+def quickstart_on_simulated() -> dict:
+    """The quickstart experiment, on the simulated cluster."""
+    return yaml.safe_load(QUICKSTART.read_text()) | {"target": "simulated"}
+
+
 @pytest.fixture(scope="module")
 def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """The API and one worker as child processes, on the test database and the test Redis."""
@@ -65,7 +70,7 @@ def wait_for_status(client: Client, experiment_id: int, status: str, timeout: fl
 
 
 def test_quickstart_runs_to_completion_through_the_worker(service: Client):
-    spec = yaml.safe_load(QUICKSTART.read_text())
+    spec = quickstart_on_simulated()
     created = service.create_experiment(spec)
     service.start(created["id"])
     done = wait_for_status(service, created["id"], "completed")
@@ -88,7 +93,7 @@ def test_quickstart_runs_to_completion_through_the_worker(service: Client):
 
 
 def test_a_trial_delivered_twice_runs_once(service: Client, settings: Settings):
-    spec = yaml.safe_load(QUICKSTART.read_text())
+    spec = quickstart_on_simulated()
     created = service.create_experiment(spec)
     service.start(created["id"])
     # Deliver two trials' messages again, as a broker redelivery would: whether a duplicate
@@ -107,7 +112,7 @@ def test_a_trial_delivered_twice_runs_once(service: Client, settings: Settings):
 
 
 def test_cancel_stops_what_has_not_run(service: Client):
-    spec = yaml.safe_load(QUICKSTART.read_text())
+    spec = quickstart_on_simulated()
     created = service.create_experiment(spec)
     cancelled = service.cancel(created["id"])
     assert cancelled["progress"]["cancelled"] == len(created["trials"])

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from app.targets import TargetSpec
 from worker.targets.base import Target, TargetError
+from worker.targets.external import ExternalTarget
+from worker.targets.lab import LabTarget
 from worker.targets.simulated import SimulatedTarget
 
-TARGET_CLASSES: dict[str, type[Target]] = {SimulatedTarget.kind: SimulatedTarget}
+TARGET_CLASSES: dict[str, type[Target]] = {
+    cls.kind: cls for cls in (SimulatedTarget, LabTarget, ExternalTarget)
+}
 
 
 def build_target(spec: TargetSpec) -> Target:

@@ -61,12 +61,14 @@ class ClusterTarget(Target):
         self.table_size = int(self.settings.get("table_size", 10_000))
         self.warmup_s = int(self.settings.get("warmup_s", 2))
         self.reprepare = bool(self.settings.get("reprepare", False))
-        self.defaults = {
-            "nodes": int(self.settings.get("nodes", 3)),
-            "clients": int(self.settings.get("clients", 1)),
-            "threads_per_client": int(self.settings.get("threads_per_client", 4)),
-            "runtime_s": int(self.settings.get("runtime_s", 10)),
-            "workload": str(self.settings.get("workload", "oltp_read_write")),
+        # Values of the factors an experiment does not vary (settings.defaults overrides them).
+        self.defaults: dict[str, Value] = {
+            "nodes": 3,
+            "clients": 1,
+            "threads_per_client": 4,
+            "runtime_s": 10,
+            "workload": "oltp_read_write",
+            **dict(self.settings.get("defaults") or {}),
         }
         self._prepared: set[str] = set()
 

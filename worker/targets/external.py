@@ -37,6 +37,8 @@ class ExternalTarget(ClusterTarget):
         self._commands = [
             {key: _argv(name, e.get(key), key) for key in ("start", "stop")} for e in entries
         ]
+        if "nodes" not in (self.settings.get("defaults") or {}):
+            self.defaults["nodes"] = len(self._nodes)
         password_env = self.settings.get("password_env")
         password = os.environ.get(str(password_env), "") if password_env else ""
         if password_env and password_env not in os.environ:
