@@ -92,8 +92,9 @@ async def _run(claimed: ClaimedTrial) -> str:
 
 
 async def _failed(claimed: ClaimedTrial, error: str, failure: Failure) -> str:
-    if claimed.target in _targets:
-        # The next trial must start from a known state, whatever this one left behind.
+    if claimed.target in _targets and failure != Failure.INFEASIBLE:
+        # The next trial must start from a known state, whatever this one left behind; a
+        # configuration the server refused left the cluster as it was.
         await asyncio.to_thread(_targets[claimed.target].recover)
     async with runtime.database().session() as session:
         status = await trial_runs.record_failure(

@@ -34,6 +34,8 @@ COUNTERS = (
     "wsrep_flow_control_paused_ns",
     "wsrep_local_recv_queue_avg",
 )
+# MSER-5 needs at least a few batches of 5 one-second interval reports after the warm-up.
+MIN_RUNTIME_S = 10
 # Server errors that mean "this configuration cannot run here", not "the cluster broke".
 INFEASIBLE_MARKERS = ("Too many connections", "max_connections", "Out of memory", "(1040)")
 
@@ -76,6 +78,10 @@ class ClusterTarget(Target):
     def nodes_for(self, count: int) -> list[galera.Node]:
         """The nodes that receive client load for a trial on `count` nodes (ready to use)."""
 
+    def cluster_size(self, nodes: list[galera.Node]) -> int:
+        """The size every node must see throughout the trial: the nodes given (lab)."""
+        return len(nodes)
+
     @property
     @abstractmethod
     def credentials(self) -> galera.Credentials:
@@ -95,6 +101,11 @@ class ClusterTarget(Target):
             if int(value) < 1:
                 raise InfeasibleError(f"{name} must be at least 1")
             numbers[name] = int(value)
+        if numbers["runtime_s"] < MIN_RUNTIME_S:
+            raise InfeasibleError(
+                f"runtime_s must be at least {MIN_RUNTIME_S} s: the steady state is estimated "
+                "from one-second interval reports"
+            )
         variables = {k: v for k, v in config.items() if k not in CLUSTER_FACTORS}
         if "wsrep_slave_threads" in config:
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
@@ -105,7 +116,8 @@ class ClusterTarget(Target):
         plan = self.plan(config)
         try:
             nodes = self.nodes_for(plan.nodes)
-            galera.check_healthy(nodes, self.credentials)
+            size = self.cluster_size(nodes)
+            galera.check_healthy(nodes, self.credentials, expected_size=size)
             galera.set_globals(nodes, self.credentials, plan.variables)
             self._prepare(nodes[0], plan)
             before = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
@@ -113,15 +125,18 @@ class ClusterTarget(Target):
             outputs = self._benchmark(nodes, plan)
             elapsed = time.monotonic() - started
             after = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
-            galera.check_healthy(nodes, self.credentials)
+            galera.check_healthy(nodes, self.credentials, expected_size=size)
         except galera.VariableError as error:
             raise InfeasibleError(str(error)) from error
         except galera.GaleraError as error:
             raise InfrastructureError(str(error)) from error
-        results = [self._parse(output) for output in outputs]
+        raw_output = self._redact("\n".join(outputs))
+        try:
+            combined = sysbench.combine([sysbench.parse(output) for output in outputs])
+        except sysbench.SysbenchOutputError as error:
+            raise TargetError(f"{error}: {raw_output[-2000:]}") from error
         return TrialResult(
-            responses=_responses(sysbench.combine(results), before, after, elapsed),
-            raw_output=self._redact("\n".join(outputs)),
+            responses=_responses(combined, before, after, elapsed), raw_output=raw_output
         )
 
     def _prepare(self, node: galera.Node, plan: TrialPlan) -> None:
@@ -192,12 +207,6 @@ class ClusterTarget(Target):
                 raise TargetError(f"sysbench exited {process.returncode}: {tail}")
             outputs.append(output)
         return outputs
-
-    def _parse(self, output: str) -> sysbench.RunResult:
-        try:
-            return sysbench.parse(output)
-        except sysbench.SysbenchOutputError as error:
-            raise TargetError(f"{error}: {self._redact(output[-2000:])}") from error
 
     def _connection(self, node: galera.Node, database: str) -> sysbench.Connection:
         return sysbench.Connection(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from worker import galera
-from worker.targets.base import InfeasibleError, TargetError
+from worker.targets.base import InfeasibleError, InfrastructureError, TargetError
 from worker.targets.cluster import ClusterTarget
 
 
@@ -62,6 +62,19 @@ class ExternalTarget(ClusterTarget):
             if commands["start"] and not _answers(node, self.credentials):
                 subprocess.run(commands["start"], check=False, timeout=300)
         return self._nodes[:count]
+
+    def cluster_size(self, nodes: list[galera.Node]) -> int:
+        """The whole cluster's size as the first loaded node sees it now: only some of its
+        nodes may take load, but none may join or leave during the trial."""
+        try:
+            size = galera.node_health(nodes[0], self.credentials).cluster_size
+        except galera.GaleraError as error:
+            raise InfrastructureError(str(error)) from error
+        if size < len(nodes):
+            raise InfrastructureError(
+                f"the cluster has {size} nodes in its view; {len(nodes)} should take load"
+            )
+        return size
 
     def close(self) -> None:
         """Run the operator's stop commands, if any."""

@@ -1,0 +1,240 @@
+"""Real trials: the API and a Celery worker run sysbench on a real local Galera cluster.
+
+The lab cluster gets a layout of its own (directory, ports) so it never meets a lab the
+developer runs; the same cluster is also declared as an `external` target.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import yaml
+
+from app.client import Client
+from app.config import Settings
+from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.queue import TRIALS_QUEUE
+from app.targets import MEASURED_RESPONSES
+from tests.integration.test_end_to_end import wait_for_status
+from worker import galera, sysbench
+
+pytestmark = pytest.mark.integration
+
+RUNTIME_S = 10
+TRIAL_SETTINGS = {
+    "warmup_s": 1,
+    "tables": 2,
+    "table_size": 1000,
+    "defaults": {"runtime_s": RUNTIME_S},
+}
+PASSWORD_ENV = "GALERA_DOE_IT_PASSWORD"
+
+
+@pytest.fixture(scope="module")
+def layout() -> Iterator[galera.LabLayout]:
+    """A lab directory the mysql user can reach, and ports no other lab uses."""
+    base = Path("/var/tmp") / f"galera-doe-it-{secrets.token_hex(4)}"
+    base.mkdir(mode=0o755)
+    shutil.chown(base, "mysql", "mysql")
+    yield galera.LabLayout(base_dir=base, client_port_base=3350, galera_port_base=4760)
+    galera.LabCluster(
+        galera.LabLayout(base_dir=base, client_port_base=3350, galera_port_base=4760)
+    ).stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(layout: galera.LabLayout) -> Iterator[galera.LabCluster]:
+    """A two-node cluster brought up here, so its credentials are known to the external target."""
+    lab = galera.LabCluster(layout)
+    lab.resize(2)
+    yield lab
+    lab.stop()
+
+
+@pytest.fixture(scope="module")
+def settings(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """The lab is what is under test here, not the metadata database: one SQLite file."""
+    path = tmp_path_factory.mktemp("lab-db") / "lab.sqlite3"
+    return Settings(database_url=f"sqlite+aiosqlite:///{path}", broker_url=redis_url)
+
+
+@pytest.fixture(scope="module")
+def service(
+    settings: Settings,
+    layout: galera.LabLayout,
+    cluster: galera.LabCluster,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Client]:
+    """API and worker whose targets are the lab (adopting the running cluster) and the same
+    nodes declared as an external cluster."""
+    directory = tmp_path_factory.mktemp("lab-service")
+    lab_settings = {
+        "base_dir": str(layout.base_dir),
+        "client_port_base": layout.client_port_base,
+        "galera_port_base": layout.galera_port_base,
+        **TRIAL_SETTINGS,
+    }
+    external_nodes = [{"host": n.host, "port": n.port} for n in cluster.nodes()]
+    targets = {
+        "targets": [
+            {"name": "lab-it", "kind": "lab", "settings": lab_settings},
+            {
+                "name": "external-it",
+                "kind": "external",
+                "settings": {
+                    "nodes": external_nodes,
+                    "user": cluster.credentials.user,
+                    "password_env": PASSWORD_ENV,
+                    **TRIAL_SETTINGS,
+                },
+            },
+        ]
+    }
+    targets_file = directory / "targets.yaml"
+    targets_file.write_text(yaml.safe_dump(targets))
+    redis.Redis.from_url(settings.broker_url).delete(TRIALS_QUEUE)
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": settings.database_url,
+        "GALERA_DOE_BROKER_URL": settings.broker_url,
+        "GALERA_DOE_TARGETS_FILE": str(targets_file),
+        PASSWORD_ENV: cluster.credentials.password,
+    }
+    port = free_port()
+    api = ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=directory)
+    worker = ChildProcess("worker", worker_command(), env=env, log_dir=directory)
+    client = Client(f"http://127.0.0.1:{port}")
+
+    def healthy() -> bool:
+        assert api.alive(), api.tail()
+        try:
+            return client.health()["status"] == "ok"
+        except Exception:
+            return False
+
+    try:
+        assert wait_until(healthy, timeout=60), api.tail()
+        yield client
+    finally:
+        client.close()
+        worker.stop(timeout=90)
+        api.stop()
+
+
+def test_real_trials_resize_the_cluster_and_set_variables(
+    service: Client, cluster: galera.LabCluster
+):
+    spec = {
+        "name": "lab: nodes x applier threads",
+        "target": "lab-it",
+        "factors": [
+            {"name": "nodes", "kind": "integer", "levels": [2, 3], "hard_to_change": True},
+            {"name": "wsrep_slave_threads", "kind": "integer", "levels": [1, 4]},
+        ],
+        "design": {"kind": "full_factorial", "seed": 4},
+        "objective": {"response": "tps"},
+    }
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    done = wait_for_status(service, created["id"], "completed", timeout=600)
+    trials = sorted(service.trials(created["id"]), key=lambda t: t["run_order"])
+    assert done["progress"]["succeeded"] == len(trials) == 4, [t["error"] for t in trials]
+    for trial in trials:
+        responses = trial["responses"]
+        assert set(responses) == set(MEASURED_RESPONSES)
+        assert responses["tps"] > 0 and responses["qps"] > responses["tps"]
+        assert 0 < responses["latency_avg_ms"] <= responses["latency_p95_ms"]
+        assert responses["tps_se"] >= 0 and responses["tps_steady"] > 0
+        assert 0 <= responses["abort_rate"] < 0.5
+        assert "SQL statistics" in service.trial(trial["id"])["raw_output"]
+    # Whole plots: the node count changed once, so the cluster was resized once more.
+    nodes = [t["config"]["nodes"] for t in trials]
+    assert sum(a != b for a, b in itertools.pairwise(nodes)) == 1
+    last = trials[-1]["config"]
+    running = galera.LabCluster(cluster.layout).nodes()
+    assert len(running) == last["nodes"]
+    for node in running:
+        status = galera.global_status(node, cluster.credentials, ["wsrep_cluster_size"])
+        assert int(status["wsrep_cluster_size"]) == last["nodes"]
+        with galera.connect(node, cluster.credentials) as connection:
+            cursor = connection.cursor()
+            cursor.execute("SELECT @@GLOBAL.wsrep_slave_threads")
+            assert cursor.fetchone()[0] == last["wsrep_slave_threads"]
+
+
+def test_the_service_measures_what_sysbench_measures_directly(
+    service: Client, cluster: galera.LabCluster
+):
+    spec = {
+        "name": "lab: one configuration",
+        "target": "lab-it",
+        "factors": [{"name": "threads_per_client", "kind": "integer", "levels": [4]}],
+        "design": {"kind": "full_factorial"},
+        "objective": {"response": "tps"},
+    }
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    wait_for_status(service, created["id"], "completed", timeout=300)
+    measured = [t["responses"]["tps"] for t in service.trials(created["id"])]
+    node = galera.LabCluster(cluster.layout).nodes()[0]
+    connection = sysbench.Connection(
+        host=node.host,
+        port=node.port,
+        user=cluster.credentials.user,
+        password=cluster.credentials.password,
+        database="sbtest1",
+    )
+    argv = sysbench.run_command(
+        connection,
+        workload="oltp_read_write",
+        threads=4,
+        time_s=RUNTIME_S,
+        warmup_s=TRIAL_SETTINGS["warmup_s"],
+        tables=TRIAL_SETTINGS["tables"],
+        table_size=TRIAL_SETTINGS["table_size"],
+    )
+    direct = sysbench.parse(subprocess.run(argv, capture_output=True, text=True).stdout).tps
+    # Same configuration, same cluster: within a factor of two on this noisy 2-core machine.
+    for tps in measured:
+        assert direct / 2 < tps < direct * 2, (measured, direct)
+
+
+def test_the_external_target_runs_on_a_declared_cluster(service: Client):
+    spec = {
+        "name": "external: load on 1 or 2 of the declared nodes",
+        "target": "external-it",
+        "factors": [{"name": "nodes", "kind": "integer", "levels": [1, 2]}],
+        "design": {"kind": "full_factorial", "randomize": False},
+        "objective": {"response": "tps"},
+    }
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    done = wait_for_status(service, created["id"], "completed", timeout=300)
+    trials = service.trials(created["id"])
+    assert done["progress"]["succeeded"] == 2, [t["error"] for t in trials]
+    assert all(t["responses"]["tps"] > 0 for t in trials)
+    assert all(PASSWORD_ENV not in (service.trial(t["id"])["raw_output"] or "") for t in trials)
+
+
+def test_a_server_variable_the_server_refuses_is_infeasible_and_not_retried(service: Client):
+    spec = {
+        "name": "lab: a read-only variable",
+        "target": "lab-it",
+        "factors": [{"name": "innodb_page_size", "kind": "integer", "levels": [16384]}],
+        "design": {"kind": "full_factorial"},
+        "objective": {"response": "tps"},
+    }
+    created = service.create_experiment(spec)
+    service.start(created["id"])
+    wait_for_status(service, created["id"], "completed", timeout=300)
+    (trial,) = service.trials(created["id"])
+    assert trial["status"] == "failed" and trial["failure"] == "infeasible"
+    assert trial["attempts"] == 1 and "innodb_page_size" in trial["error"]

@@ -1,0 +1,241 @@
+"""The lab cluster with real mariadbd processes: resize, rejoin, replication, variables, adoption.
+
+One cluster serves the module (bootstrapping costs seconds); each test brings it to the size it
+needs. It lives under /var/tmp (the mysql user must traverse every parent of a datadir, which a
+root-only pytest tmp dir does not allow) on random free ports, so it never meets a running lab
+or another test run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from worker.galera import (
+    Credentials,
+    GaleraError,
+    LabCluster,
+    LabLayout,
+    Node,
+    VariableError,
+    check_healthy,
+    cluster_health,
+    connect,
+    global_status,
+    set_globals,
+)
+
+pytestmark = pytest.mark.integration
+
+MAX_NODES = 4
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_layout(base_dir: Path) -> LabLayout:
+    """A layout whose every port is free, on random bases below the ephemeral range."""
+    for _ in range(50):
+        client = random.randrange(20000, 32000, 100)
+        layout = LabLayout(
+            base_dir=base_dir,
+            client_port_base=client,
+            galera_port_base=client + 20,
+            max_nodes=MAX_NODES,
+            cluster_name="galera_doe_test",
+            gcache_size="32M",
+            timeout_s=45.0,
+        )
+        ports = [port for i in range(1, MAX_NODES + 1) for port in layout.ports(i)]
+        if all(_free(port) for port in ports):
+            return layout
+    raise RuntimeError("no free port range for the test cluster")
+
+
+@pytest.fixture(scope="module")
+def layout() -> Iterator[LabLayout]:
+    root = Path(f"/var/tmp/galera-doe-test-{uuid.uuid4().hex[:8]}")
+    root.mkdir(mode=0o755)
+    shutil.chown(root, "mysql", "mysql")
+    layout = _free_layout(root / "lab")
+    yield layout
+    LabCluster(layout).reset()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab(layout: LabLayout) -> Iterator[LabCluster]:
+    cluster = LabCluster(layout)
+    yield cluster
+    cluster.stop()
+
+
+def sizes(lab: LabCluster) -> list[int]:
+    """wsrep_cluster_size as every running node reports it."""
+    return [
+        int(global_status(node, lab.credentials, ["wsrep_cluster_size"])["wsrep_cluster_size"])
+        for node in lab.nodes()
+    ]
+
+
+def read_global(node: Node, credentials: Credentials, name: str) -> object:
+    with connect(node, credentials) as connection, connection.cursor() as cursor:
+        cursor.execute(f"SELECT @@GLOBAL.{name}")
+        return cursor.fetchone()[0]
+
+
+def test_credentials_never_show_the_password():
+    credentials = Credentials("someone", "s3cret-value")
+    assert "s3cret-value" not in repr(credentials)
+    assert "s3cret-value" not in str(credentials)
+
+
+def test_resize_grows_shrinks_and_rejoins(lab: LabCluster, layout: LabLayout):
+    lab.resize(1)
+    assert sizes(lab) == [1]
+    lab.resize(3)
+    assert [node.name for node in lab.nodes()] == ["node1", "node2", "node3"]
+    assert [node.port for node in lab.nodes()] == [layout.client_port(i) for i in (1, 2, 3)]
+    assert sizes(lab) == [3, 3, 3]
+    lab.resize(2)
+    assert sizes(lab) == [2, 2]
+    assert lab.size() == 2
+    lab.resize(3)
+    assert sizes(lab) == [3, 3, 3]
+    # Node 3 left cleanly a moment ago: the donor's gcache still holds what it missed.
+    assert "IST received" in layout.log_file(3).read_text()
+    check_healthy(lab.nodes(), lab.credentials)
+    assert all(health.ok(3) for health in cluster_health(lab.nodes(), lab.credentials))
+
+
+def test_a_write_on_node_1_is_read_on_node_3(lab: LabCluster):
+    lab.resize(3)
+    first, _, third = lab.nodes()
+    marker = uuid.uuid4().hex
+    with connect(first, lab.credentials) as connection, connection.cursor() as cursor:
+        cursor.execute("CREATE DATABASE IF NOT EXISTS replication_check")
+        cursor.execute(
+            "CREATE TABLE IF NOT EXISTS replication_check.t (id INT PRIMARY KEY AUTO_INCREMENT, "
+            "marker CHAR(32)) ENGINE=InnoDB"
+        )
+        cursor.execute("INSERT INTO replication_check.t (marker) VALUES (%s)", (marker,))
+    with connect(third, lab.credentials) as connection, connection.cursor() as cursor:
+        # Make the read wait for every write the cluster ordered before it.
+        cursor.execute("SET SESSION wsrep_sync_wait = 1")
+        cursor.execute("SELECT COUNT(*) FROM replication_check.t WHERE marker = %s", (marker,))
+        assert cursor.fetchone()[0] == 1
+
+
+def test_set_globals_sets_every_node_and_refuses_bad_names(lab: LabCluster):
+    lab.resize(3)
+    nodes, credentials = lab.nodes(), lab.credentials
+    set_globals(nodes, credentials, {"wsrep_slave_threads": 2})
+    assert [read_global(node, credentials, "wsrep_slave_threads") for node in nodes] == [2, 2, 2]
+
+    refused = {
+        "no_such_variable": 1,
+        "datadir": "/tmp",
+        "wsrep_slave_threads = 8; DROP DATABASE mysql; --": 1,
+        "wsrep_slave_threads\n": 8,
+    }
+    for name, value in refused.items():
+        # The valid variable rides along: nothing may be set when one name is refused.
+        with pytest.raises(VariableError, match="not a"):
+            set_globals(nodes, credentials, {"wsrep_slave_threads": 8, name: value})
+    assert [read_global(node, credentials, "wsrep_slave_threads") for node in nodes] == [2, 2, 2]
+
+    with pytest.raises(VariableError, match="refused"):
+        set_globals(nodes, credentials, {"wsrep_slave_threads": "many"})
+    with pytest.raises(VariableError, match="reads back"):
+        set_globals(nodes, credentials, {"wsrep_slave_threads": 100_000})
+    # The node changed before the clamp was seen got its previous value back.
+    assert [read_global(node, credentials, "wsrep_slave_threads") for node in nodes] == [2, 2, 2]
+    set_globals(nodes, credentials, {"wsrep_slave_threads": 1})
+
+
+def test_a_second_object_adopts_the_running_nodes(lab: LabCluster, layout: LabLayout):
+    lab.resize(3)
+    other = LabCluster(layout)
+    assert other.nodes() == lab.nodes()
+    assert other.credentials == lab.credentials
+    status = other.status()
+    assert status["healthy"] is True
+    assert [node["pid"] for node in status["nodes"]] == [
+        node["pid"] for node in lab.status()["nodes"]
+    ]
+    assert all(node["health"]["cluster_size"] == 3 for node in status["nodes"])
+
+
+def test_a_stale_or_lost_state_file_does_not_fool_adoption(lab: LabCluster, layout: LabLayout):
+    lab.resize(3)
+    state_file = layout.base_dir / "lab.json"
+    state = json.loads(state_file.read_text())
+    # A pid that is alive but not a mariadbd of this layout (this very process).
+    state["nodes"].append({"index": 4, "pid": os.getpid()})
+    state_file.write_text(json.dumps(state))
+    assert [node.name for node in LabCluster(layout).nodes()] == ["node1", "node2", "node3"]
+    state_file.write_text("{not json")
+    assert [node.name for node in LabCluster(layout).nodes()] == ["node1", "node2", "node3"]
+    assert lab.nodes() == LabCluster(layout).nodes()
+
+
+def test_a_crashed_node_is_noticed_and_restarted(lab: LabCluster):
+    lab.resize(3)
+    crashed = lab.status()["nodes"][2]["pid"]
+    os.kill(crashed, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while lab.size() != 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [node.name for node in lab.nodes()] == ["node1", "node2"]
+    lab.resize(3)
+    assert sizes(lab) == [3, 3, 3]
+    assert lab.status()["nodes"][2]["pid"] != crashed
+
+
+def test_a_taken_port_is_named(layout: LabLayout, lab: LabCluster):
+    lab.resize(1)
+    blocker = socket.socket()
+    # Node 2 just left, its port may be in TIME_WAIT: that alone must not count as taken.
+    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    blocker.bind(("127.0.0.1", layout.client_port(2)))
+    blocker.listen()
+    try:
+        with pytest.raises(GaleraError, match="taken by another process"):
+            lab.resize(2)
+    finally:
+        blocker.close()
+    assert lab.size() == 1
+
+
+def test_stop_leaves_no_process_and_the_cluster_bootstraps_again(
+    lab: LabCluster, layout: LabLayout
+):
+    lab.resize(2)
+    pids = [node["pid"] for node in lab.status()["nodes"]]
+    lab.stop()
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+    assert lab.nodes() == []
+    assert not (layout.base_dir / "lab.json").exists()
+    assert "safe_to_bootstrap: 1" in (layout.datadir(1) / "grastate.dat").read_text()
+
+    lab.resize(1)
+    assert sizes(lab) == [1]
+    lab.reset()
+    assert lab.size() == 0
+    assert not layout.datadir(1).exists()

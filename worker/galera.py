@@ -1,0 +1,995 @@
+"""Talking to Galera nodes, and the real local Galera cluster the `lab` target runs trials on.
+
+The first half works on any Galera cluster (lab or external): connections, status counters,
+health, and dynamic server variables set on every node with identifier-checked names and typed
+values. Errors are split by what a trial should do with them: `GaleraError` is the cluster's
+fault (the trial failed for infrastructure reasons and may be retried), `VariableError` is the
+configuration's (retrying cannot help).
+
+The second half, `LabCluster`, runs a cluster on this machine: one `mariadbd` per node with the
+galera-4 provider, on loopback ports, under `LabLayout.base_dir`:
+
+    lab.json           the running nodes (pids and ports), read by any process that asks
+    credentials.json   the lab's SQL user and its generated password (mode 0600)
+    lab.lock           serializes processes that start or stop nodes
+    node<i>/           my.cnf, data/, mariadbd.sock, mariadbd.pid, mariadbd.log (stdout+stderr)
+
+Node 1 bootstraps the cluster (`--wsrep-new-cluster`), the others join by rsync SST, or by IST
+when their datadir is recent enough. Nodes run as the `mysql` user, so the lab needs root, and
+every directory above a datadir must be traversable by `mysql` (the rsync SST runs as it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import math
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pymysql
+from pymysql.cursors import Cursor
+
+log = logging.getLogger(__name__)
+
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+
+MARIADBD = "/usr/sbin/mariadbd"
+INSTALL_DB = "/usr/bin/mariadb-install-db"
+PROVIDER = "/usr/lib/galera/libgalera_smm.so"
+SERVER_USER = "mysql"
+LAB_USER = "galera_doe"
+LAB_HOST = "127.0.0.1"
+
+HEALTH_STATUS = (
+    "wsrep_cluster_size",
+    "wsrep_cluster_status",
+    "wsrep_local_state_comment",
+    "wsrep_ready",
+)
+# Server errors that mean "this variable or value cannot be set", not "the cluster is broken":
+# unknown variable, session-only, wrong value, wrong type, read-only (two codes).
+_VARIABLE_ERRORS = frozenset({1193, 1228, 1231, 1232, 1238, 1621})
+_BOOLEAN_WORDS = {"ON": 1, "TRUE": 1, "YES": 1, "OFF": 0, "FALSE": 0, "NO": 0}
+_SIZE = re.compile(r"^[1-9][0-9]*[KMG]?$")
+_POLL_S = 0.2
+_PORT_WAIT_S = 5.0  # a node's ports are free once it exited; this covers its SST helpers
+_LOG_TAIL_LINES = 30
+_UNIX_SOCKET_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
+
+Value = int | float | str
+
+
+class GaleraError(RuntimeError):
+    """The cluster or its infrastructure failed; a trial on it may be retried."""
+
+
+class VariableError(ValueError):
+    """A server variable name or value that cannot be set; retrying cannot help."""
+
+
+class _NodeExitedError(GaleraError):
+    """A node's process exited while it was being started."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One server a client can reach."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A SQL account; its password never shows in repr, logs or tracebacks."""
+
+    user: str
+    password: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class NodeHealth:
+    """What a node says of itself and of its view of the cluster."""
+
+    node: Node
+    cluster_size: int
+    cluster_status: str
+    state: str
+    ready: bool
+
+    def ok(self, expected_size: int) -> bool:
+        """Primary, Synced, ready, and seeing exactly `expected_size` nodes."""
+        return not self.problem(expected_size)
+
+    def problem(self, expected_size: int) -> str:
+        """Why the node is not healthy in a cluster of `expected_size`, or '' when it is."""
+        issues = []
+        if self.cluster_status != "Primary":
+            issues.append(f"cluster status {self.cluster_status}")
+        if self.state != "Synced":
+            issues.append(f"state {self.state}")
+        if not self.ready:
+            issues.append("not ready")
+        if self.cluster_size != expected_size:
+            issues.append(f"sees {self.cluster_size} nodes, expected {expected_size}")
+        return ", ".join(issues)
+
+
+def _where(node: Node) -> str:
+    return f"node {node.name} ({node.host}:{node.port})"
+
+
+def connect(node: Node, credentials: Credentials, *, timeout: float = 5.0) -> pymysql.Connection:
+    """An autocommit connection to `node`; GaleraError naming the node when it does not answer."""
+    try:
+        return pymysql.connect(
+            host=node.host,
+            port=node.port,
+            user=credentials.user,
+            password=credentials.password,
+            connect_timeout=timeout,
+            read_timeout=timeout,
+            write_timeout=timeout,
+            autocommit=True,
+            charset="utf8mb4",
+        )
+    except pymysql.MySQLError as error:
+        raise GaleraError(f"{_where(node)} does not answer: {error}") from error
+
+
+@contextlib.contextmanager
+def _cursor(node: Node, credentials: Credentials, *, timeout: float = 5.0) -> Iterator[Cursor]:
+    """A cursor on a fresh connection; SQL errors that escape become GaleraError naming the node."""
+    connection = connect(node, credentials, timeout=timeout)
+    try:
+        with connection.cursor() as cursor:
+            yield cursor
+    except pymysql.MySQLError as error:
+        raise GaleraError(f"{_where(node)} failed: {error}") from error
+    finally:
+        connection.close()
+
+
+def global_status(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, str]:
+    """Global status counters by lower-case name; names the server does not know are left out."""
+    wanted = sorted({name.lower() for name in names})
+    if not wanted:
+        return {}
+    placeholders = ", ".join(["%s"] * len(wanted))
+    with _cursor(node, credentials) as cursor:
+        cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({placeholders})", wanted)
+        return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+
+
+def _health(node: Node, status: Mapping[str, str]) -> NodeHealth:
+    size = status.get("wsrep_cluster_size", "0")
+    return NodeHealth(
+        node=node,
+        cluster_size=int(size) if size.isdigit() else 0,
+        cluster_status=status.get("wsrep_cluster_status", "unknown"),
+        state=status.get("wsrep_local_state_comment", "unknown"),
+        ready=status.get("wsrep_ready") == "ON",
+    )
+
+
+def node_health(node: Node, credentials: Credentials) -> NodeHealth:
+    """One node's health; GaleraError naming it when it does not answer."""
+    return _health(node, global_status(node, credentials, HEALTH_STATUS))
+
+
+def cluster_health(nodes: Iterable[Node], credentials: Credentials) -> list[NodeHealth]:
+    """Every node's health, in order; GaleraError naming the first node that does not answer."""
+    return [node_health(node, credentials) for node in nodes]
+
+
+def check_healthy(
+    nodes: Iterable[Node], credentials: Credentials, *, expected_size: int | None = None
+) -> None:
+    """Raise GaleraError unless every node is Primary, Synced, ready and sees `expected_size`
+    nodes (default: exactly these nodes; a larger cluster when only some of it takes load)."""
+    nodes = list(nodes)
+    if not nodes:
+        raise GaleraError("a cluster of no nodes is not healthy")
+    size = len(nodes) if expected_size is None else expected_size
+    problems = [
+        f"{health.node.name}: {health.problem(size)}"
+        for health in cluster_health(nodes, credentials)
+        if not health.ok(size)
+    ]
+    if problems:
+        raise GaleraError(f"cluster of {size} is not healthy: {'; '.join(problems)}")
+
+
+def dynamic_variables(node: Node, credentials: Credentials) -> frozenset[str]:
+    """Names of the server variables `SET GLOBAL` can change on `node` (lower case)."""
+    with _cursor(node, credentials) as cursor:
+        cursor.execute(
+            "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES "
+            "WHERE READ_ONLY = 'NO' AND VARIABLE_SCOPE <> 'SESSION ONLY'"
+        )
+        return frozenset(str(name) for (name,) in cursor.fetchall())
+
+
+def _checked(name: object, value: object) -> Value:
+    """The value to send for `name`, or VariableError when the pair can never be set."""
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+        raise VariableError(
+            f"{name!r} is not a server variable name "
+            "(a lower-case letter or _, then letters, digits or _, at most 64)"
+        )
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | str) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    raise VariableError(f"{name}: {value!r} is not an integer, a finite number or a string")
+
+
+def _same(requested: Value, actual: object) -> bool:
+    """Whether the value read back is the value set, as far as the server's form allows."""
+    if isinstance(actual, bytes):
+        actual = actual.decode()
+    if actual is None:
+        return requested == ""
+    if isinstance(requested, str):
+        word = requested.strip().upper()
+        if isinstance(actual, int | Decimal | float) and word in _BOOLEAN_WORDS:
+            return actual == _BOOLEAN_WORDS[word]
+        # Flag lists (sql_mode, optimizer_switch) read back whole: each item set must be there.
+        items = {item.strip().casefold() for item in str(actual).split(",")}
+        return {item.strip().casefold() for item in requested.split(",")} <= items
+    try:
+        return math.isclose(float(actual), float(requested), rel_tol=1e-9, abs_tol=1e-12)
+    except (TypeError, ValueError):
+        # An enum set by its number reads back as its name: the server accepted the number.
+        return True
+
+
+def _read_global(cursor: Cursor, name: str) -> object:
+    cursor.execute(f"SELECT @@GLOBAL.{name}")
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _set_global(cursor: Cursor, node: Node, name: str, value: Value) -> None:
+    """Set one checked variable on one node and read it back."""
+    try:
+        cursor.execute(f"SET GLOBAL {name} = %s", (value,))
+    except pymysql.MySQLError as error:
+        if error.args and error.args[0] in _VARIABLE_ERRORS:
+            raise VariableError(
+                f"{name} = {value!r} refused by {node.name}: {error.args[1]}"
+            ) from error
+        raise
+    actual = _read_global(cursor, name)
+    if not _same(value, actual):
+        raise VariableError(
+            f"{name} = {value!r} reads back as {actual!r} on {node.name} "
+            "(the server clamped or rounded it)"
+        )
+
+
+def set_globals(
+    nodes: Iterable[Node], credentials: Credentials, variables: Mapping[str, Value]
+) -> None:
+    """`SET GLOBAL name = value` on every node, each checked first and read back after.
+
+    Names must be identifiers the server lists as dynamic; ints and floats are sent as numbers,
+    strings as quoted parameters. Nothing is sent before every name and value passed its checks.
+    VariableError when a variable cannot be set or reads back different (clamped, rounded);
+    the nodes already changed then get their previous values back, so the cluster stays uniform.
+    """
+    nodes = list(nodes)
+    checked = {name: _checked(name, value) for name, value in variables.items()}
+    if not nodes or not checked:
+        return
+    dynamic = dynamic_variables(nodes[0], credentials)
+    for name in checked:
+        if name not in dynamic:
+            raise VariableError(f"'{name}' is not a dynamic global variable of this server")
+    previous: list[tuple[Node, dict[str, object]]] = []
+    try:
+        for node in nodes:
+            with _cursor(node, credentials, timeout=30.0) as cursor:
+                previous.append((node, {name: _read_global(cursor, name) for name in checked}))
+                for name, value in checked.items():
+                    _set_global(cursor, node, name, value)
+    except VariableError:
+        for node, values in previous:
+            # Best effort: the VariableError is what the caller needs to see.
+            with contextlib.suppress(GaleraError), _cursor(node, credentials) as cursor:
+                for name, value in values.items():
+                    with contextlib.suppress(pymysql.MySQLError):
+                        cursor.execute(f"SET GLOBAL {name} = %s", (value,))
+        raise
+
+
+@dataclass(frozen=True)
+class LabLayout:
+    """Where the lab cluster lives and how its nodes are configured.
+
+    Node i (1..max_nodes) listens for clients on client_port_base + i, for Galera on
+    galera_port_base + 10 i (gmcast), + 1 (IST) and + 2 (rsync SST), all on 127.0.0.1.
+    `timeout_s` bounds each node's start and the cluster's convergence after a resize.
+    """
+
+    base_dir: Path = Path("/var/lib/galera-doe/lab")
+    client_port_base: int = 3310
+    galera_port_base: int = 4560
+    buffer_pool: str = "64M"
+    max_nodes: int = 9
+    cluster_name: str = "galera_doe_lab"
+    gcache_size: str = "128M"
+    redo_log_size: str = "32M"  # small: initialising a datadir and rsync SST copy it whole
+    max_connections: int = 1024  # benchmark clients x threads may all land on one node
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_dir", Path(self.base_dir))
+        # Paths and values go into option files and SST scripts: keep them plain.
+        if not self.base_dir.is_absolute() or re.search(r"[\s\"'#;\\]", str(self.base_dir)):
+            raise ValueError(
+                f"base_dir must be an absolute path without spaces or quotes: "
+                f"{str(self.base_dir)!r}"
+            )
+        if len(str(self.socket(self.max_nodes))) > _UNIX_SOCKET_MAX:
+            raise ValueError(f"base_dir is too long for a unix socket path: {self.base_dir}")
+        if not 1 <= self.max_nodes <= 99:
+            raise ValueError(f"max_nodes must be from 1 to 99, got {self.max_nodes}")
+        for name in ("buffer_pool", "gcache_size", "redo_log_size"):
+            if not _SIZE.fullmatch(getattr(self, name)):
+                raise ValueError(f"{name} must be a size like 64M, got {getattr(self, name)!r}")
+        if not IDENTIFIER.fullmatch(self.cluster_name):
+            raise ValueError(f"cluster_name must be an identifier, got {self.cluster_name!r}")
+        clients = range(self.client_port(1), self.client_port(self.max_nodes) + 1)
+        galera = range(self.gmcast_port(1), self.sst_port(self.max_nodes) + 1)
+        for ports in (clients, galera):
+            if ports.start < 1024 or ports.stop > 65536:
+                raise ValueError(f"ports {ports.start}-{ports.stop - 1} are outside 1024-65535")
+        if clients.start < galera.stop and galera.start < clients.stop:
+            raise ValueError("client ports and Galera ports of the layout overlap")
+        if self.max_connections < 10 or self.timeout_s <= 0:
+            raise ValueError("max_connections must be at least 10 and timeout_s positive")
+
+    def node(self, index: int) -> Node:
+        """The client address of node `index`."""
+        return Node(f"node{index}", "127.0.0.1", self.client_port(index))
+
+    def client_port(self, index: int) -> int:
+        """SQL port of node `index`."""
+        return self.client_port_base + index
+
+    def gmcast_port(self, index: int) -> int:
+        """Galera group communication port of node `index`."""
+        return self.galera_port_base + 10 * index
+
+    def ist_port(self, index: int) -> int:
+        """Incremental state transfer receive port of node `index`."""
+        return self.gmcast_port(index) + 1
+
+    def sst_port(self, index: int) -> int:
+        """rsync state snapshot transfer receive port of node `index`."""
+        return self.gmcast_port(index) + 2
+
+    def ports(self, index: int) -> tuple[int, int, int, int]:
+        """Every port node `index` listens on: client, gmcast, IST, SST."""
+        return (
+            self.client_port(index),
+            self.gmcast_port(index),
+            self.ist_port(index),
+            self.sst_port(index),
+        )
+
+    def node_dir(self, index: int) -> Path:
+        """Directory of node `index` (config, datadir, socket, pid file, log)."""
+        return self.base_dir / f"node{index}"
+
+    def datadir(self, index: int) -> Path:
+        """Datadir of node `index`."""
+        return self.node_dir(index) / "data"
+
+    def socket(self, index: int) -> Path:
+        """Unix socket of node `index`."""
+        return self.node_dir(index) / "mariadbd.sock"
+
+    def config_file(self, index: int) -> Path:
+        """Option file node `index` is started with (`--defaults-file`)."""
+        return self.node_dir(index) / "my.cnf"
+
+    def log_file(self, index: int) -> Path:
+        """Where node `index`'s stdout and stderr go."""
+        return self.node_dir(index) / "mariadbd.log"
+
+    def server_options(self, index: int) -> dict[str, str]:
+        """The [mysqld] options of node `index`; the wsrep_* ones make it a Galera node."""
+        peers = ",".join(f"127.0.0.1:{self.gmcast_port(i)}" for i in range(1, self.max_nodes + 1))
+        provider_options = ";".join(
+            (
+                f"gmcast.listen_addr=tcp://127.0.0.1:{self.gmcast_port(index)}",
+                f"ist.recv_addr=127.0.0.1:{self.ist_port(index)}",
+                f"gcache.size={self.gcache_size}",
+            )
+        )
+        return {
+            "user": SERVER_USER,
+            "datadir": str(self.datadir(index)),
+            "socket": str(self.socket(index)),
+            "pid_file": str(self.node_dir(index) / "mariadbd.pid"),
+            "port": str(self.client_port(index)),
+            "bind_address": "127.0.0.1",
+            "skip_name_resolve": "ON",
+            "max_connections": str(self.max_connections),
+            "binlog_format": "ROW",
+            "default_storage_engine": "InnoDB",
+            "innodb_autoinc_lock_mode": "2",
+            "innodb_buffer_pool_size": self.buffer_pool,
+            "innodb_log_file_size": self.redo_log_size,
+            "innodb_flush_log_at_trx_commit": "2",
+            "wsrep_on": "ON",
+            "wsrep_provider": PROVIDER,
+            "wsrep_cluster_name": self.cluster_name,
+            "wsrep_cluster_address": f"gcomm://{peers}",
+            "wsrep_node_name": f"node{index}",
+            "wsrep_node_address": f"127.0.0.1:{self.gmcast_port(index)}",
+            "wsrep_node_incoming_address": f"127.0.0.1:{self.client_port(index)}",
+            "wsrep_sst_method": "rsync",
+            "wsrep_sst_receive_address": f"127.0.0.1:{self.sst_port(index)}",
+            "wsrep_provider_options": provider_options,
+        }
+
+
+LAB_LAYOUT = LabLayout()
+
+# Nodes this process started, so their exit status is collected (no zombies left in /proc).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has exited)."""
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        if child.poll() is None:
+            return True
+        del _CHILDREN[pid]
+        return False
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat_line.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as error:
+        return f"(no log: {error})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _grastate(datadir: Path) -> dict[str, str]:
+    """grastate.dat as a mapping (empty when the node never ran with wsrep)."""
+    try:
+        text = (datadir / "grastate.dat").read_text()
+    except OSError:
+        return {}
+    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def _port_busy(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:`port`.
+
+    SO_REUSEADDR, as the servers themselves set it, lets a port in TIME_WAIT count as free.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def _check_traversable(path: Path, user: str) -> None:
+    """GaleraError unless `user` can traverse `path` and every directory above it."""
+    entry = pwd.getpwnam(user)
+    groups = set(os.getgrouplist(user, entry.pw_gid))
+    for directory in (path, *path.parents):
+        info = directory.stat()
+        if info.st_uid == entry.pw_uid:
+            bit = stat.S_IXUSR
+        elif info.st_gid in groups:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not info.st_mode & bit:
+            raise GaleraError(
+                f"{directory} (mode {stat.filemode(info.st_mode)}) cannot be traversed by the "
+                f"{user} user that runs the nodes; rsync SST would fail with 'Permission denied'"
+            )
+
+
+class LabCluster:
+    """A real Galera cluster of `mariadbd` processes on this machine, grown and shrunk on demand.
+
+    Nodes outlive the Python process that started them: a new LabCluster on the same layout
+    adopts them (from lab.json, checking each pid is a live mariadbd of this layout, and from
+    /proc for any the file missed), so trials reuse the cluster across worker restarts.
+    """
+
+    def __init__(self, layout: LabLayout = LAB_LAYOUT) -> None:
+        self.layout = layout
+        self._state_file = layout.base_dir / "lab.json"
+        try:
+            layout.base_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+        except OSError as error:
+            raise GaleraError(
+                f"cannot create the lab directory {layout.base_dir}: {error}"
+            ) from error
+        self.credentials = self._load_credentials()
+        # Adopt now unless another process is changing the cluster (it records what it does).
+        with self._locked(blocking=False) as locked:
+            if locked:
+                self._adopt()
+
+    # Public API -----------------------------------------------------------------------------
+
+    def nodes(self) -> list[Node]:
+        """The running nodes, in order."""
+        return [self.layout.node(index) for index in sorted(self._running())]
+
+    def size(self) -> int:
+        """How many nodes run."""
+        return len(self._running())
+
+    def resize(self, count: int) -> None:
+        """Run exactly nodes 1..count, healthy, in one cluster.
+
+        Bootstraps node 1 when nothing runs, starts missing nodes in order (they join by SST or
+        IST), stops nodes above `count` cleanly, last first. GaleraError with the tail of the
+        failing node's log when a node dies or the cluster does not converge in time.
+        """
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"count must be an int, got {count!r}")
+        if not 0 <= count <= self.layout.max_nodes:
+            raise ValueError(f"count must be from 0 to {self.layout.max_nodes}, got {count}")
+        if os.geteuid() != 0:
+            raise GaleraError(f"the lab starts its nodes as the {SERVER_USER} user: run as root")
+        _check_traversable(self.layout.base_dir, SERVER_USER)
+        with self._locked():
+            running = self._adopt()
+            for index in sorted((i for i in running if i > count), reverse=True):
+                self._stop_node(index, running)
+            if count == 0:
+                return
+            if not running:
+                self._bootstrap(running)
+            for index in range(1, count + 1):
+                if index not in running:
+                    self._start(index, running, bootstrap=False)
+            self._wait_cluster(running)
+        check_healthy(self.nodes(), self.credentials)
+
+    def stop(self) -> None:
+        """Stop every node cleanly (last first) and forget the cluster's state file."""
+        with self._locked():
+            running = self._adopt()
+            for index in sorted(running, reverse=True):
+                self._stop_node(index, running)
+            self._save(running)
+
+    def reset(self) -> None:
+        """Stop everything and wipe every datadir: the next resize starts from nothing."""
+        self.stop()
+        with self._locked():
+            for index in range(1, self.layout.max_nodes + 1):
+                self._wipe(index)
+
+    def status(self) -> dict[str, Any]:
+        """The cluster as JSON-friendly data: each node's pid, ports, files and health."""
+        running = self._running()
+        nodes = []
+        healthy = bool(running)
+        for index in sorted(running):
+            node = self.layout.node(index)
+            entry: dict[str, Any] = {
+                "name": node.name,
+                "index": index,
+                "pid": running[index],
+                "host": node.host,
+                "client_port": node.port,
+                "gmcast_port": self.layout.gmcast_port(index),
+                "ist_port": self.layout.ist_port(index),
+                "sst_port": self.layout.sst_port(index),
+                "datadir": str(self.layout.datadir(index)),
+                "log": str(self.layout.log_file(index)),
+            }
+            try:
+                health = node_health(node, self.credentials)
+            except GaleraError as error:
+                entry["health"] = None
+                entry["error"] = str(error)
+                healthy = False
+            else:
+                entry["health"] = {
+                    "cluster_size": health.cluster_size,
+                    "cluster_status": health.cluster_status,
+                    "state": health.state,
+                    "ready": health.ready,
+                }
+                entry["error"] = health.problem(len(running)) or None
+                healthy = healthy and health.ok(len(running))
+            nodes.append(entry)
+        return {
+            "base_dir": str(self.layout.base_dir),
+            "cluster_name": self.layout.cluster_name,
+            "user": self.credentials.user,
+            "size": len(running),
+            "healthy": healthy,
+            "nodes": nodes,
+        }
+
+    # State, credentials, adoption -----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, *, blocking: bool = True) -> Iterator[bool]:
+        """Hold the lab's lock; yields False when not blocking and another process holds it."""
+        with open(self.layout.base_dir / "lab.lock", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _load_credentials(self) -> Credentials:
+        path = self.layout.base_dir / "credentials.json"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            data = json.loads(path.read_text())
+            return Credentials(data["user"], data["password"])
+        credentials = Credentials(LAB_USER, secrets.token_urlsafe(24))
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"user": credentials.user, "password": credentials.password}, handle)
+        return credentials
+
+    def _is_ours(self, index: int, pid: int) -> bool:
+        """Whether `pid` is a live mariadbd started with node `index`'s option file."""
+        argv = _argv(pid)
+        return (
+            _alive(pid)
+            and bool(argv)
+            and Path(argv[0]).name == "mariadbd"
+            and f"--defaults-file={self.layout.config_file(index)}" in argv
+        )
+
+    def _running(self) -> dict[int, int]:
+        """Node index -> pid, from the state file, keeping only pids that are really ours."""
+        try:
+            recorded = json.loads(self._state_file.read_text())["nodes"]
+            pids = {int(entry["index"]): int(entry["pid"]) for entry in recorded}
+        except FileNotFoundError:
+            return {}
+        except (ValueError, KeyError, TypeError) as error:
+            log.warning("ignoring unreadable lab state %s: %s", self._state_file, error)
+            return {}
+        return {index: pid for index, pid in pids.items() if self._is_ours(index, pid)}
+
+    def _adopt(self) -> dict[int, int]:
+        """The running nodes, adding any mariadbd of this layout the state file missed."""
+        running = self._running()
+        pattern = re.compile(
+            rf"--defaults-file={re.escape(str(self.layout.base_dir))}/node(\d+)/my\.cnf"
+        )
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) in running.values():
+                continue
+            pid = int(entry.name)
+            match = pattern.fullmatch(next(iter(_argv(pid)[1:2]), ""))
+            if match and int(match.group(1)) not in running:
+                index = int(match.group(1))
+                if self._is_ours(index, pid):
+                    running[index] = pid
+        self._save(running)
+        return running
+
+    def _save(self, running: Mapping[int, int]) -> None:
+        """Record the running nodes; with none left, the state file goes."""
+        if not running:
+            self._state_file.unlink(missing_ok=True)
+            return
+        nodes = [
+            {
+                "index": index,
+                "name": f"node{index}",
+                "pid": pid,
+                "client_port": self.layout.client_port(index),
+                "gmcast_port": self.layout.gmcast_port(index),
+            }
+            for index, pid in sorted(running.items())
+        ]
+        temporary = self._state_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"cluster_name": self.layout.cluster_name, "nodes": nodes}))
+        temporary.replace(self._state_file)
+
+    # Datadirs ------------------------------------------------------------------------------
+
+    def _wipe(self, index: int) -> None:
+        shutil.rmtree(self.layout.datadir(index), ignore_errors=True)
+
+    def _make_dirs(self, index: int) -> None:
+        account = pwd.getpwnam(SERVER_USER)
+        for directory in (self.layout.node_dir(index), self.layout.datadir(index)):
+            directory.mkdir(mode=0o750, exist_ok=True)
+            os.chown(directory, account.pw_uid, account.pw_gid)
+
+    def _install(self, index: int) -> None:
+        """A fresh datadir for node `index` (system tables, root by unix socket only)."""
+        self._wipe(index)
+        self._make_dirs(index)
+        output = self.layout.node_dir(index) / "install.log"
+        argv = [
+            INSTALL_DB,
+            "--no-defaults",
+            f"--datadir={self.layout.datadir(index)}",
+            f"--user={SERVER_USER}",
+            "--skip-test-db",
+            f"--innodb-log-file-size={self.layout.redo_log_size}",
+        ]
+        try:
+            with open(output, "wb") as handle:
+                subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    timeout=self.layout.timeout_s,
+                    check=True,
+                )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+            raise GaleraError(
+                f"initialising node{index}'s datadir failed ({error}):\n{_tail(output)}"
+            ) from error
+
+    def _initialized(self, index: int) -> bool:
+        return (self.layout.datadir(index) / "mysql").is_dir()
+
+    def _bootstrap_rank(self, index: int) -> tuple[bool, int, int]:
+        """Order of preference to bootstrap from: safe first, then most advanced, then node 1."""
+        state = _grastate(self.layout.datadir(index))
+        seqno = state.get("seqno", "-1")
+        return (
+            state.get("safe_to_bootstrap", "1") == "1",
+            int(seqno) if re.fullmatch(r"-?\d+", seqno) else -1,
+            -index,
+        )
+
+    def _prepare_bootstrap(self) -> bool:
+        """Give node 1 the datadir to bootstrap from; True when it had to be created anew.
+
+        After a clean shutdown the last node to leave has safe_to_bootstrap: 1; failing that
+        (a node crashed), a node shut down cleanly has the highest seqno. The chosen datadir
+        moves to node 1 (datadirs are not tied to ports) and, if not safe, is declared safe:
+        InnoDB recovers it, the other nodes catch up by SST, and lab data is disposable.
+        """
+        candidates = [i for i in range(1, self.layout.max_nodes + 1) if self._initialized(i)]
+        if not candidates:
+            self._install(1)
+            return True
+        best = max(candidates, key=self._bootstrap_rank)
+        first = self.layout.datadir(1)
+        if best != 1:
+            log.info("bootstrapping from node%d's datadir, the most recent", best)
+            self._make_dirs(1)
+            other, swap = self.layout.datadir(best), first.with_name("data.swap")
+            shutil.rmtree(swap, ignore_errors=True)  # left by a swap that was interrupted
+            first.rename(swap)
+            other.rename(first)
+            swap.rename(other)
+        grastate = first / "grastate.dat"
+        if not self._bootstrap_rank(1)[0]:
+            log.warning("no lab node was the last to leave cleanly; forcing %s safe", grastate)
+            grastate.write_text(
+                re.sub(r"safe_to_bootstrap:\s*0", "safe_to_bootstrap: 1", grastate.read_text())
+            )
+        return False
+
+    # Processes -----------------------------------------------------------------------------
+
+    def _bootstrap(self, running: dict[int, int]) -> None:
+        """Start node 1 as a new cluster and make sure the lab's SQL user exists on it."""
+        fresh = self._prepare_bootstrap()
+        try:
+            self._start(1, running, bootstrap=True)
+        except _NodeExitedError as error:
+            if fresh:
+                raise
+            log.warning("node1 cannot bootstrap from its datadir, re-initialising: %s", error)
+            self._install(1)
+            self._start(1, running, bootstrap=True)
+        with self._admin(1) as cursor:
+            user = f"'{self.credentials.user}'@'{LAB_HOST}'"
+            cursor.execute(f"CREATE USER IF NOT EXISTS {user}")
+            cursor.execute(f"ALTER USER {user} IDENTIFIED BY %s", (self.credentials.password,))
+            cursor.execute(f"GRANT ALL PRIVILEGES ON *.* TO {user} WITH GRANT OPTION")
+
+    @contextlib.contextmanager
+    def _admin(self, index: int) -> Iterator[Cursor]:
+        """root over node `index`'s unix socket: works before the lab's user exists."""
+        try:
+            connection = pymysql.connect(
+                unix_socket=str(self.layout.socket(index)),
+                user="root",
+                connect_timeout=2,
+                read_timeout=10,
+                autocommit=True,
+            )
+        except pymysql.MySQLError as error:
+            raise GaleraError(f"node{index} does not answer on its socket: {error}") from error
+        try:
+            with connection.cursor() as cursor:
+                yield cursor
+        except pymysql.MySQLError as error:
+            raise GaleraError(f"node{index} failed: {error}") from error
+        finally:
+            connection.close()
+
+    def _local_health(self, index: int) -> NodeHealth | None:
+        """Node `index`'s health through its socket, None while it does not answer yet."""
+        try:
+            with self._admin(index) as cursor:
+                cursor.execute(
+                    "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", HEALTH_STATUS
+                )
+                status = {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+        except GaleraError:
+            return None
+        return _health(self.layout.node(index), status)
+
+    def _wait_ports(self, index: int) -> None:
+        """Wait for node `index`'s ports to be free (a previous owner may still be closing)."""
+        ports = self.layout.ports(index)
+        deadline = time.monotonic() + _PORT_WAIT_S
+        while busy := [port for port in ports if _port_busy(port)]:
+            if time.monotonic() > deadline:
+                raise GaleraError(
+                    f"node{index} cannot start: port(s) {', '.join(map(str, busy))} on 127.0.0.1 "
+                    "are taken by another process"
+                )
+            time.sleep(_POLL_S)
+
+    def _start(self, index: int, running: dict[int, int], *, bootstrap: bool) -> None:
+        """Start node `index` and wait until it is Synced in a cluster of all running nodes."""
+        self._make_dirs(index)
+        config = self.layout.config_file(index)
+        lines = [f"{key}={value}" for key, value in self.layout.server_options(index).items()]
+        config.write_text("[mysqld]\n" + "\n".join(lines) + "\n")
+        # The saved primary component is for nodes restarting on their own; the lab decides
+        # who bootstraps and who joins, and a stale view would only delay the join.
+        (self.layout.datadir(index) / "gvwstate.dat").unlink(missing_ok=True)
+        self._wait_ports(index)
+        log_file = self.layout.log_file(index)
+        if log_file.exists():
+            log_file.replace(log_file.with_suffix(".log.1"))
+        argv = [MARIADBD, f"--defaults-file={config}"]
+        if bootstrap:
+            argv.append("--wsrep-new-cluster")
+        with open(log_file, "wb") as output:
+            # A session of its own: the node outlives this process and its terminal's signals.
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        _CHILDREN[process.pid] = process
+        running[index] = process.pid
+        self._save(running)
+        log.info(
+            "started node%d (pid %d%s)", index, process.pid, ", bootstrap" if bootstrap else ""
+        )
+        expected = len(running)
+
+        def pending() -> tuple[int, str] | None:
+            health = self._local_health(index)
+            if health is None:
+                return index, "not answering yet"
+            return (index, health.problem(expected)) if not health.ok(expected) else None
+
+        try:
+            self._wait(running, pending, f"node{index} did not join the cluster")
+        except GaleraError:
+            # One that exited is gone already; one that hangs must not linger half-joined.
+            if index in running:
+                self._stop_node(index, running)
+            raise
+
+    def _wait_cluster(self, running: dict[int, int]) -> None:
+        """Wait until every running node is healthy and sees all of them."""
+
+        def pending() -> tuple[int, str] | None:
+            for index in sorted(running):
+                health = self._local_health(index)
+                if health is None:
+                    return index, "does not answer"
+                if not health.ok(len(running)):
+                    return index, health.problem(len(running))
+            return None
+
+        self._wait(running, pending, f"the cluster did not settle at {len(running)} nodes")
+
+    def _wait(
+        self,
+        running: dict[int, int],
+        pending: Callable[[], tuple[int, str] | None],
+        failure: str,
+    ) -> None:
+        """Poll `pending` until it returns None; GaleraError with the failing node's log tail."""
+        deadline = time.monotonic() + self.layout.timeout_s
+        while True:
+            for index, pid in sorted(running.items()):
+                if not _alive(pid):
+                    del running[index]
+                    self._save(running)
+                    raise _NodeExitedError(
+                        f"{failure}: node{index} (pid {pid}) exited; "
+                        f"last lines of {self.layout.log_file(index)}:\n"
+                        f"{_tail(self.layout.log_file(index))}"
+                    )
+            problem = pending()
+            if problem is None:
+                return
+            if time.monotonic() > deadline:
+                index, reason = problem
+                raise GaleraError(
+                    f"{failure} within {self.layout.timeout_s:g} s: node{index} {reason}; "
+                    f"last lines of {self.layout.log_file(index)}:\n"
+                    f"{_tail(self.layout.log_file(index))}"
+                )
+            time.sleep(_POLL_S)
+
+    def _stop_node(self, index: int, running: dict[int, int]) -> None:
+        """Shut node `index` down cleanly (SIGTERM by pid); SIGKILL if it hangs past the timeout."""
+        pid = running.pop(index)
+        for sig, grace in ((signal.SIGTERM, self.layout.timeout_s), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            deadline = time.monotonic() + grace
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not _alive(pid):
+                break
+            log.warning("node%d (pid %d) ignored %s for %g s", index, pid, sig.name, grace)
+        self._save(running)
