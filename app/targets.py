@@ -87,6 +87,7 @@ RUNNABLE_KINDS = frozenset({"simulated", "lab", "external"})
 DEFAULT_TARGETS: tuple[dict[str, Any], ...] = (
     {"name": "simulated", "kind": "simulated", "settings": {"seed": 0, "noise": 0.03}},
     {"name": "manual", "kind": "manual", "settings": {}},
+    {"name": "lab", "kind": "lab", "settings": {}},
 )
 
 

@@ -11,9 +11,10 @@ from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
 
-def test_defaults_are_simulated_and_manual():
+def test_defaults_are_simulated_manual_and_the_lab():
     targets = load_targets(None)
-    assert set(targets) == {"simulated", "manual"}
+    assert set(targets) == {"simulated", "manual", "lab"}
+    assert targets["lab"].runnable and targets["lab"].accepts_server_variables
     assert targets["simulated"].runnable and not targets["manual"].runnable
     assert targets["simulated"].responses == GALERA_RESPONSES
     assert targets["manual"].factors is None
