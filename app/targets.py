@@ -7,6 +7,7 @@ reports as responses, so the API can refuse an experiment its target cannot run.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -122,6 +123,21 @@ class TargetSpec:
     def accepts_server_variables(self) -> bool:
         """Whether factors may name dynamic server variables (real clusters)."""
         return self.kind in SERVER_VARIABLE_KINDS
+
+    def prepared_space(self, space: FactorSpace) -> tuple[FactorSpace, list[str]]:
+        """Check the space (`check_space`); on the lab, `nodes` becomes hard to change, because
+        resizing the cluster is the costly change, so trials run whole plot by whole plot."""
+        self.check_space(space)
+        if self.kind != "lab" or "nodes" not in space.names or space["nodes"].hard_to_change:
+            return space, []
+        factors = tuple(
+            dataclasses.replace(f, hard_to_change=True) if f.name == "nodes" else f
+            for f in space.factors
+        )
+        note = (
+            "nodes is treated as hard to change on the lab: the cluster is resized per whole plot"
+        )
+        return FactorSpace(factors), [note]
 
     def check_space(self, space: FactorSpace) -> None:
         """Raise naming the first factor this target cannot set, or a workload it cannot run."""

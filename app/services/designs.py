@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,15 +52,16 @@ def preview(
     targets: Mapping[str, TargetSpec],
     max_design_runs: int,
 ) -> Design:
-    """Plan a design without storing anything; a named target checks the factors."""
-    space = FactorSpace.from_dicts(factors)
+    """Plan a design without storing anything; a named target checks (and prepares) the factors."""
+    space, notes = FactorSpace.from_dicts(factors), []
     if target is not None:
         if target not in targets:
             raise DomainError(
                 "target", f"unknown target '{target}'; known: {', '.join(sorted(targets))}"
             )
-        targets[target].check_space(space)
-    return planned(space, design=design, constraints=constraints, max_design_runs=max_design_runs)
+        space, notes = targets[target].prepared_space(space)
+    design = planned(space, design=design, constraints=constraints, max_design_runs=max_design_runs)
+    return dataclasses.replace(design, notes=(*notes, *design.notes))
 
 
 def trials_of(design: Design) -> list[Trial]:

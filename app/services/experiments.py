@@ -75,8 +75,7 @@ async def create(
 ) -> ExperimentDetail:
     """Validate the factor space, objective and target, plan the design and store it all."""
     target = _target(targets, new.target)
-    space = FactorSpace.from_dicts(new.factors)
-    target.check_space(space)
+    space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
     objective = _check_objective(new.objective, target)
     experiment = Experiment(
         name=new.name,
@@ -96,7 +95,7 @@ async def create(
             constraints=new.constraints,
             max_design_runs=max_design_runs,
         )
-        experiment.design_notes = list(design.notes)
+        experiment.design_notes = [*target_notes, *design.notes]
         experiment.design_report = designs.report_of(design)
         trials = designs.trials_of(design)
     else:

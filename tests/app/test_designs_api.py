@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 
 import pytest
 
@@ -157,3 +158,17 @@ async def test_every_kind_previews_with_its_report(api, factors, design):
     body = response.json()
     assert body["kind"] == design["kind"] and body["runs"] == len(body["points"]) > 0
     assert body["quality"]["runs"] == body["runs"] and body["family"]
+
+
+async def test_on_the_lab_nodes_is_hard_to_change(api):
+    factors = [
+        {"name": "nodes", "kind": "integer", "levels": [1, 2, 3]},
+        {"name": "threads_per_client", "kind": "integer", "levels": [2, 4, 8]},
+    ]
+    response = await api.post(
+        "/designs/preview", json={"factors": factors, "target": "lab", "design": {"seed": 3}}
+    )
+    design = response.json()
+    nodes = [p["config"]["nodes"] for p in design["points"]]
+    assert sum(a != b for a, b in itertools.pairwise(nodes)) == 2
+    assert any("hard to change on the lab" in note for note in design["notes"])

@@ -29,6 +29,7 @@ from worker.targets.base import (
 )
 
 COUNTERS = (
+    "wsrep_cluster_conf_id",
     "wsrep_local_cert_failures",
     "wsrep_local_bf_aborts",
     "wsrep_flow_control_paused_ns",
@@ -126,6 +127,7 @@ class ClusterTarget(Target):
             elapsed = time.monotonic() - started
             after = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
             galera.check_healthy(nodes, self.credentials, expected_size=size)
+            _check_membership_unchanged(before, after)
         except galera.VariableError as error:
             raise InfeasibleError(str(error)) from error
         except galera.GaleraError as error:
@@ -223,6 +225,13 @@ class ClusterTarget(Target):
     def recover(self) -> None:
         """Schemas may be half-prepared after a failure: prepare them again next time."""
         self._prepared.clear()
+
+
+def _check_membership_unchanged(before: list[dict[str, str]], after: list[dict[str, str]]) -> None:
+    """Healthy before and after is not enough: a node that left and came back during the run
+    changed the cluster's configuration id, and the run did not measure one cluster."""
+    if [b["wsrep_cluster_conf_id"] for b in before] != [a["wsrep_cluster_conf_id"] for a in after]:
+        raise galera.GaleraError("the cluster's membership changed during the trial")
 
 
 def _responses(
