@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import yaml
 
 pytestmark = pytest.mark.integration
 
@@ -94,3 +97,37 @@ def test_an_interrupted_demo_stops_its_children(demo_broker: str, tmp_path: Path
     assert len(pids) == 2, lines
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the demo"
+
+
+def test_the_demo_runs_the_quickstart_on_a_real_lab_cluster(demo_broker: str, tmp_path: Path):
+    base = Path("/var/tmp") / f"galera-doe-demo-{secrets.token_hex(4)}"
+    base.mkdir(mode=0o755)
+    shutil.chown(base, "mysql", "mysql")
+    lab = {"base_dir": str(base), "client_port_base": 3370, "galera_port_base": 4860}
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(
+        yaml.safe_dump({"targets": [{"name": "lab", "kind": "lab", "settings": lab}]})
+    )
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'demo.sqlite3'}",
+        "GALERA_DOE_BROKER_URL": demo_broker,
+        "GALERA_DOE_TARGETS_FILE": str(targets),
+        "COLUMNS": "120",
+    }
+    galera_doe = Path(sys.executable).with_name("galera-doe")
+    try:
+        result = subprocess.run(
+            [str(galera_doe), "demo"], env=env, capture_output=True, text=True, timeout=900
+        )
+        out = result.stdout
+        assert result.returncode == 0, out + result.stderr
+        assert "on target 'lab': 9 planned trials" in out and "failed 0" in out, out
+        assert "Predicted optimum" in out and "lab cluster stopped" in out, out
+        # No node of the demo's cluster is left running.
+        assert not any(
+            str(base) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            for pid in os.listdir("/proc")
+            if pid.isdigit() and Path(f"/proc/{pid}/cmdline").exists()
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
