@@ -14,7 +14,7 @@ from rich.console import Console
 
 from app.client import ApiError
 from app.demo import QUICKSTART, DemoError, run_demo
-from app.processes import worker_command
+from app.processes import ServiceError, worker_command
 
 cli = typer.Typer(help="Design-of-experiments optimizer for Galera cluster benchmarks.")
 err = Console(stderr=True)
@@ -48,7 +48,7 @@ def demo(
     """Start the API and a worker, run an experiment end to end, print the optimum."""
     try:
         run_demo(file, timeout=timeout, model=model, target=target)
-    except (DemoError, ApiError) as error:
+    except (DemoError, ApiError, ServiceError) as error:
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ class Client:
     """Calls the REST API; every method returns the decoded JSON body."""
 
     def __init__(self, base_url: str = DEFAULT_URL, *, timeout: float = 30.0) -> None:
+        self.base_url = base_url
         self._http = httpx.Client(base_url=base_url, timeout=timeout)
 
     def close(self) -> None:

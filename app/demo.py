@@ -11,14 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from app.client import ApiError, Client
-from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.processes import Service, running_service
 
 CATALOG = Path(__file__).resolve().parents[1] / "experiments" / "catalog"
 QUICKSTART = CATALOG / "quickstart.yaml"
@@ -49,18 +47,16 @@ def run_demo(
     spec = yaml.safe_load(spec_path.read_text())
     if target is not None:
         spec["target"] = target
-    port = free_port()
     with tempfile.TemporaryDirectory(prefix="galera-doe-demo-") as logs:
-        children = [
-            ChildProcess("api", api_command("127.0.0.1", port), env=os.environ, log_dir=Path(logs)),
-            ChildProcess("worker", worker_command("WARNING"), env=os.environ, log_dir=Path(logs)),
-        ]
         try:
-            with Client(f"http://127.0.0.1:{port}") as client:
-                _wait_for_api(client, children)
+            # The worker stops the lab cluster as it exits; that takes a few seconds per node.
+            with running_service(
+                os.environ, Path(logs), loglevel="WARNING", stop_timeout=90
+            ) as service:
+                client = service.client
                 console.print(
-                    f"API http://127.0.0.1:{port}/docs (pid {children[0].pid}), "
-                    f"worker (pid {children[1].pid})"
+                    f"API {client.base_url}/docs (pid {service.api.pid}), "
+                    f"worker (pid {service.worker.pid})"
                 )
                 experiment = client.create_experiment(spec)
                 console.print(
@@ -68,13 +64,10 @@ def run_demo(
                     f"'{experiment['target']}': {len(experiment['trials'])} planned trials"
                 )
                 client.start(experiment["id"])
-                final = _follow(client, experiment["id"], children, console, timeout)
+                final = _follow(service, experiment["id"], console, timeout)
                 analysis = client.analysis(experiment["id"], model=model)
             _print_results(console, final, analysis)
         finally:
-            # The worker stops the lab cluster as it exits; that takes a few seconds per node.
-            for child in reversed(children):
-                child.stop(timeout=90)
             if spec.get("target") == "lab":
                 _stop_lab(console)
 
@@ -91,30 +84,8 @@ def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _wait_for_api(client: Client, children: list[ChildProcess]) -> None:
-    def up() -> bool:
-        _check_alive(children)
-        try:
-            return client.health()["status"] == "ok"
-        except (ApiError, httpx.TransportError):  # not listening yet, or not healthy yet
-            return False
-
-    if not wait_until(up, timeout=60):
-        raise DemoError(f"the API did not become healthy:\n{children[0].tail()}")
-
-
-def _check_alive(children: list[ChildProcess]) -> None:
-    for child in children:
-        if not child.alive():
-            raise DemoError(f"the {child.name} exited:\n{child.tail()}")
-
-
 def _follow(
-    client: Client,
-    experiment_id: int,
-    children: list[ChildProcess],
-    console: Console,
-    timeout: float,
+    service: Service, experiment_id: int, console: Console, timeout: float
 ) -> dict[str, Any]:
     columns = (
         TextColumn("[bold]trials"),
@@ -127,8 +98,8 @@ def _follow(
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("trials", total=None, detail="")
         while True:
-            _check_alive(children)
-            experiment = client.experiment(experiment_id)
+            service.check_alive()
+            experiment = service.client.experiment(experiment_id)
             p = experiment["progress"]
             best = experiment["best"]
             objective = experiment["objective"]["response"]

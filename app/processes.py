@@ -8,9 +8,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
+from app.client import ApiError, Client
 from app.queue import TRIALS_QUEUE
 
 
@@ -91,3 +96,59 @@ def wait_until(check: Callable[[], bool], *, timeout: float, interval: float = 0
             return True
         time.sleep(interval)
     return False
+
+
+class ServiceError(RuntimeError):
+    """The API or the worker did not come up, or exited; the message has its log tail."""
+
+
+@dataclass
+class Service:
+    """A running API and worker, and a client of the API."""
+
+    client: Client
+    api: ChildProcess
+    worker: ChildProcess
+
+    def check_alive(self) -> None:
+        """Raise ServiceError naming the child that exited, with its output."""
+        for child in (self.api, self.worker):
+            if not child.alive():
+                raise ServiceError(f"the {child.name} exited:\n{child.tail()}")
+
+
+@contextmanager
+def running_service(
+    env: Mapping[str, str],
+    log_dir: Path,
+    *,
+    loglevel: str = "INFO",
+    stop_timeout: float = 10.0,
+) -> Iterator[Service]:
+    """Start the API and one worker, wait until the API reports healthy, stop both at the end.
+
+    The worker stops first (it may hold a lab cluster it has to shut down: give it
+    `stop_timeout`).
+    """
+    port = free_port()
+    service = Service(
+        client=Client(f"http://127.0.0.1:{port}"),
+        api=ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=log_dir),
+        worker=ChildProcess("worker", worker_command(loglevel), env=env, log_dir=log_dir),
+    )
+
+    def healthy() -> bool:
+        service.check_alive()
+        try:
+            return bool(service.client.health()["status"] == "ok")
+        except (ApiError, httpx.TransportError):  # not listening yet, or not healthy yet
+            return False
+
+    try:
+        if not wait_until(healthy, timeout=60):
+            raise ServiceError(f"the API did not become healthy:\n{service.api.tail()}")
+        yield service
+    finally:
+        service.client.close()
+        service.worker.stop(timeout=stop_timeout)
+        service.api.stop()

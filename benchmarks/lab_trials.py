@@ -23,8 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from app.client import Client
-from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.processes import running_service, wait_until
 
 WARMUP_S = 2  # the lab target's default warm-up, run by sysbench before the measured time
 
@@ -55,35 +54,19 @@ def main() -> None:
             "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{Path(tmp) / 'bench.sqlite3'}",
             "GALERA_DOE_BROKER_URL": "redis://127.0.0.1:6379/12",
         }
-        port = free_port()
-        children = [
-            ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=Path(tmp)),
-            ChildProcess("worker", worker_command("WARNING"), env=env, log_dir=Path(tmp)),
-        ]
-        try:
-            with Client(f"http://127.0.0.1:{port}", timeout=60) as client:
-                wait_until(lambda: _healthy(client), timeout=60)
-                created = client.create_experiment(spec)
-                started = time.monotonic()
-                client.start(created["id"])
-                wait_until(
-                    lambda: client.experiment(created["id"])["status"] == "completed",
-                    timeout=3600,
-                    interval=1,
-                )
-                wall = time.monotonic() - started
-                trials = sorted(client.trials(created["id"]), key=lambda t: t["run_order"])
-        finally:
-            for child in reversed(children):
-                child.stop(timeout=90)
+        with running_service(env, Path(tmp), loglevel="WARNING", stop_timeout=90) as service:
+            client = service.client
+            created = client.create_experiment(spec)
+            started = time.monotonic()
+            client.start(created["id"])
+            wait_until(
+                lambda: client.experiment(created["id"])["status"] == "completed",
+                timeout=3600,
+                interval=1,
+            )
+            wall = time.monotonic() - started
+            trials = sorted(client.trials(created["id"]), key=lambda t: t["run_order"])
     _print(trials, wall, args.runtime)
-
-
-def _healthy(client: Client) -> bool:
-    try:
-        return client.health()["status"] == "ok"
-    except Exception:
-        return False
 
 
 def _print(trials: list[dict], wall: float, runtime: int) -> None:

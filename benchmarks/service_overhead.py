@@ -22,9 +22,8 @@ import asyncmy
 from rich.console import Console
 from rich.table import Table
 
-from app.client import Client
 from app.db.migrate import upgrade_to_head
-from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.processes import running_service, wait_until
 from app.targets import load_targets
 from worker.targets import build_target
 
@@ -65,36 +64,19 @@ def _through_service(database_url: str, trials: int, logs: Path) -> tuple[float,
         "GALERA_DOE_DATABASE_URL": database_url,
         "GALERA_DOE_BROKER_URL": BROKER_URL,
     }
-    port = free_port()
-    children = [
-        ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=logs),
-        ChildProcess("worker", worker_command("WARNING"), env=env, log_dir=logs),
-    ]
-    try:
-        with Client(f"http://127.0.0.1:{port}") as client:
-
-            def healthy() -> bool:
-                try:
-                    return client.health()["status"] == "ok"
-                except Exception:
-                    return False
-
-            if not wait_until(healthy, timeout=60):
-                raise RuntimeError(children[0].tail())
-            created = client.create_experiment(_spec(trials))
-            started = time.perf_counter()
-            client.start(created["id"])
-            wait_until(
-                lambda: client.experiment(created["id"])["status"] == "completed",
-                timeout=600,
-                interval=0.05,
-            )
-            elapsed = time.perf_counter() - started
-            done = client.trials(created["id"])
-        return elapsed / len(done), done
-    finally:
-        for child in reversed(children):
-            child.stop()
+    with running_service(env, logs, loglevel="WARNING") as service:
+        client = service.client
+        created = client.create_experiment(_spec(trials))
+        started = time.perf_counter()
+        client.start(created["id"])
+        wait_until(
+            lambda: client.experiment(created["id"])["status"] == "completed",
+            timeout=600,
+            interval=0.05,
+        )
+        elapsed = time.perf_counter() - started
+        done = client.trials(created["id"])
+    return elapsed / len(done), done
 
 
 async def _mariadb(statement: str) -> None:

@@ -15,7 +15,7 @@ from celery import Celery
 
 from app.client import Client
 from app.config import Settings
-from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.processes import running_service, wait_until
 from app.queue import RUN_TRIAL_TASK, TRIALS_QUEUE
 
 pytestmark = pytest.mark.integration
@@ -36,27 +36,8 @@ def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "GALERA_DOE_DATABASE_URL": settings.database_url,
         "GALERA_DOE_BROKER_URL": settings.broker_url,
     }
-    logs = tmp_path_factory.mktemp("service")
-    port = free_port()
-    api = ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=logs)
-    worker = ChildProcess("worker", worker_command(), env=env, log_dir=logs)
-    client = Client(f"http://127.0.0.1:{port}")
-
-    def healthy() -> bool:
-        assert api.alive(), api.tail()
-        assert worker.alive(), worker.tail()
-        try:
-            return client.health()["status"] == "ok"
-        except Exception:
-            return False
-
-    try:
-        assert wait_until(healthy, timeout=60), api.tail()
-        yield client
-    finally:
-        client.close()
-        worker.stop()
-        api.stop()
+    with running_service(env, tmp_path_factory.mktemp("service")) as running:
+        yield running.client
 
 
 def wait_for_status(client: Client, experiment_id: int, status: str, timeout: float = 120) -> dict:

@@ -20,7 +20,7 @@ import yaml
 
 from app.client import Client
 from app.config import Settings
-from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.processes import running_service
 from app.queue import TRIALS_QUEUE
 from app.targets import MEASURED_RESPONSES
 from tests.integration.test_end_to_end import wait_for_status
@@ -108,25 +108,8 @@ def service(
         "GALERA_DOE_TARGETS_FILE": str(targets_file),
         PASSWORD_ENV: cluster.credentials.password,
     }
-    port = free_port()
-    api = ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=directory)
-    worker = ChildProcess("worker", worker_command(), env=env, log_dir=directory)
-    client = Client(f"http://127.0.0.1:{port}")
-
-    def healthy() -> bool:
-        assert api.alive(), api.tail()
-        try:
-            return client.health()["status"] == "ok"
-        except Exception:
-            return False
-
-    try:
-        assert wait_until(healthy, timeout=60), api.tail()
-        yield client
-    finally:
-        client.close()
-        worker.stop(timeout=90)
-        api.stop()
+    with running_service(env, directory, stop_timeout=90) as running:
+        yield running.client
 
 
 def test_real_trials_resize_the_cluster_and_set_variables(
