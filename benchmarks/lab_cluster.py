@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
-import socket
 import sys
 import time
 import uuid
@@ -27,36 +25,10 @@ from rich.console import Console
 from rich.table import Table
 
 from app.processes import ChildProcess, wait_until
-from worker.galera import MARIADBD, LabCluster, LabLayout
+from worker.galera import MARIADBD, LabCluster, LabLayout, free_layout
 
 NODES = 3
 TARGETS_S = {"grow": 20.0, "add": 10.0, "remove": 10.0}
-
-
-def free_layout(base_dir: Path, max_nodes: int) -> LabLayout:
-    """A layout whose every port is free, on random bases below the ephemeral port range."""
-    for _ in range(50):
-        client = random.randrange(20000, 32000, 100)
-        layout = LabLayout(
-            base_dir=base_dir,
-            client_port_base=client,
-            galera_port_base=client + 20,
-            max_nodes=max_nodes,
-            cluster_name="galera_doe_bench",
-        )
-        ports = [port for i in range(1, max_nodes + 1) for port in layout.ports(i)]
-        if all(_free(port) for port in ports):
-            return layout
-    raise RuntimeError("no free port range for the benchmark cluster")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -99,7 +71,7 @@ def main() -> None:
     root = Path(f"/var/tmp/galera-doe-bench-{uuid.uuid4().hex[:8]}")
     root.mkdir(mode=0o755)
     shutil.chown(root, "mysql", "mysql")
-    layout = free_layout(root / "lab", NODES + 1)
+    layout = free_layout(root / "lab", max_nodes=NODES + 1, cluster_name="galera_doe_bench")
     lab = LabCluster(layout)
     try:
         rows = [

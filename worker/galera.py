@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import pwd
+import random
 import re
 import secrets
 import shutil
@@ -158,12 +159,18 @@ def connect(node: Node, credentials: Credentials, *, timeout: float = 5.0) -> py
 @contextlib.contextmanager
 def _cursor(node: Node, credentials: Credentials, *, timeout: float = 5.0) -> Iterator[Cursor]:
     """A cursor on a fresh connection; SQL errors that escape become GaleraError naming the node."""
-    connection = connect(node, credentials, timeout=timeout)
+    with _cursor_of(connect(node, credentials, timeout=timeout), _where(node)) as cursor:
+        yield cursor
+
+
+@contextlib.contextmanager
+def _cursor_of(connection: pymysql.Connection, where: str) -> Iterator[Cursor]:
+    """A cursor that closes its connection; SQL errors become GaleraError saying where."""
     try:
         with connection.cursor() as cursor:
             yield cursor
     except pymysql.MySQLError as error:
-        raise GaleraError(f"{_where(node)} failed: {error}") from error
+        raise GaleraError(f"{where} failed: {error}") from error
     finally:
         connection.close()
 
@@ -517,6 +524,21 @@ def _port_busy(port: int) -> bool:
     return False
 
 
+def free_layout(base_dir: Path, **options: Any) -> LabLayout:
+    """A layout on random port bases (below the ephemeral range) whose every port is free now,
+    for clusters that must not meet another lab (tests, benchmarks). `options` go to LabLayout."""
+    rng = random.Random()
+    for _ in range(50):
+        client = rng.randrange(20000, 32000, 100)
+        layout = LabLayout(
+            base_dir=base_dir, client_port_base=client, galera_port_base=client + 20, **options
+        )
+        ports = [port for i in range(1, layout.max_nodes + 1) for port in layout.ports(i)]
+        if not any(_port_busy(port) for port in ports):
+            return layout
+    raise GaleraError("no free port range for a lab cluster")
+
+
 def _check_traversable(path: Path, user: str) -> None:
     """GaleraError unless `user` can traverse `path` and every directory above it."""
     entry = pwd.getpwnam(user)
@@ -857,13 +879,8 @@ class LabCluster:
             )
         except pymysql.MySQLError as error:
             raise GaleraError(f"node{index} does not answer on its socket: {error}") from error
-        try:
-            with connection.cursor() as cursor:
-                yield cursor
-        except pymysql.MySQLError as error:
-            raise GaleraError(f"node{index} failed: {error}") from error
-        finally:
-            connection.close()
+        with _cursor_of(connection, f"node{index}") as cursor:
+            yield cursor
 
     def _local_health(self, index: int) -> NodeHealth | None:
         """Node `index`'s health through its socket, None while it does not answer yet."""

@@ -17,6 +17,8 @@ import pytest
 import redis
 import yaml
 
+from worker.galera import free_layout
+
 pytestmark = pytest.mark.integration
 
 
@@ -103,7 +105,12 @@ def test_the_demo_runs_the_quickstart_on_a_real_lab_cluster(demo_broker: str, tm
     base = Path("/var/tmp") / f"galera-doe-demo-{secrets.token_hex(4)}"
     base.mkdir(mode=0o755)
     shutil.chown(base, "mysql", "mysql")
-    lab = {"base_dir": str(base), "client_port_base": 3370, "galera_port_base": 4860}
+    layout = free_layout(base)
+    lab = {
+        "base_dir": str(base),
+        "client_port_base": layout.client_port_base,
+        "galera_port_base": layout.galera_port_base,
+    }
     targets = tmp_path / "targets.yaml"
     targets.write_text(
         yaml.safe_dump({"targets": [{"name": "lab", "kind": "lab", "settings": lab}]})

@@ -40,14 +40,13 @@ PASSWORD_ENV = "GALERA_DOE_IT_PASSWORD"
 
 @pytest.fixture(scope="module")
 def layout() -> Iterator[galera.LabLayout]:
-    """A lab directory the mysql user can reach, and ports no other lab uses."""
+    """A lab directory the mysql user can reach, and ports free of any other lab."""
     base = Path("/var/tmp") / f"galera-doe-it-{secrets.token_hex(4)}"
     base.mkdir(mode=0o755)
     shutil.chown(base, "mysql", "mysql")
-    yield galera.LabLayout(base_dir=base, client_port_base=3350, galera_port_base=4760)
-    galera.LabCluster(
-        galera.LabLayout(base_dir=base, client_port_base=3350, galera_port_base=4760)
-    ).stop()
+    layout = galera.free_layout(base)
+    yield layout
+    galera.LabCluster(layout).stop()
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -31,6 +30,7 @@ from worker.galera import (
     check_healthy,
     cluster_health,
     connect,
+    free_layout,
     global_status,
     set_globals,
 )
@@ -40,40 +40,18 @@ pytestmark = pytest.mark.integration
 MAX_NODES = 4
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_layout(base_dir: Path) -> LabLayout:
-    """A layout whose every port is free, on random bases below the ephemeral range."""
-    for _ in range(50):
-        client = random.randrange(20000, 32000, 100)
-        layout = LabLayout(
-            base_dir=base_dir,
-            client_port_base=client,
-            galera_port_base=client + 20,
-            max_nodes=MAX_NODES,
-            cluster_name="galera_doe_test",
-            gcache_size="32M",
-            timeout_s=45.0,
-        )
-        ports = [port for i in range(1, MAX_NODES + 1) for port in layout.ports(i)]
-        if all(_free(port) for port in ports):
-            return layout
-    raise RuntimeError("no free port range for the test cluster")
-
-
 @pytest.fixture(scope="module")
 def layout() -> Iterator[LabLayout]:
     root = Path(f"/var/tmp/galera-doe-test-{uuid.uuid4().hex[:8]}")
     root.mkdir(mode=0o755)
     shutil.chown(root, "mysql", "mysql")
-    layout = _free_layout(root / "lab")
+    layout = free_layout(
+        root / "lab",
+        max_nodes=MAX_NODES,
+        cluster_name="galera_doe_test",
+        gcache_size="32M",
+        timeout_s=45.0,
+    )
     yield layout
     LabCluster(layout).reset()
     shutil.rmtree(root, ignore_errors=True)
