@@ -17,6 +17,7 @@ import scipy.linalg
 import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
+from experiments.analysis.region import DataRegion
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.designs import factor_levels
 from experiments.errors import DomainError
@@ -89,9 +90,11 @@ class FactorEffect:
 class Optimum:
     """The best predicted configuration in the region, with 95 % intervals.
 
-    `search` is "lattice" when every candidate point was predicted, or "coordinate" when the
-    lattice was too large and the best of coordinate-wise searches (started from each observed
-    configuration) was taken, which is exact for a linear model only.
+    `region` says where it was searched: the factor ranges, or, when the runs do not fill them
+    (observations taken elsewhere), the convex hull of the runs, so the optimum is never an
+    extrapolation. `search` is "lattice" when every candidate point was predicted, or
+    "coordinate" when the lattice was too large and the best of coordinate-wise searches
+    (started from each observed configuration) was taken, exact for a linear model only.
     """
 
     config: Config
@@ -102,6 +105,7 @@ class Optimum:
     pi_high: float | None
     on_edge: list[str]
     search: str
+    region: str
 
 
 @dataclass(frozen=True)
@@ -316,15 +320,23 @@ def _optimum(
         factor_columns(f, values) for f, values in zip(space.factors, candidates, strict=True)
     ]
     natural = [np.array(values, dtype=object) for values in candidates]
+    coded = [
+        np.array([f.encode(v) for v in values], dtype=float)
+        for f, values in zip(space.factors, candidates, strict=True)
+    ]
+    region = DataRegion(space, observed)
     sign = 1.0 if goal == "maximize" else -1.0
 
     def score(index: np.ndarray) -> np.ndarray:
         mains = np.hstack([block[index[:, f]] for f, block in enumerate(blocks)])
         value = sign * (terms.matrix(mains) @ results.params)
-        if not constraints:
-            return value
-        rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(natural)])
-        return np.where(satisfied_rows(constraints, space, rows), value, -np.inf)
+        inside = region.contains(
+            np.column_stack([levels[index[:, f]] for f, levels in enumerate(coded)])
+        )
+        if constraints:
+            rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(natural)])
+            inside &= satisfied_rows(constraints, space, rows)
+        return np.where(inside, value, -np.inf)
 
     sizes = [len(values) for values in candidates]
     if math.prod(sizes) <= MAX_LATTICE:
@@ -354,6 +366,7 @@ def _optimum(
             f.name for f in space.factors if f.is_numeric and float(config[f.name]) in f.bounds
         ],
         search=search,
+        region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
     )
 
 
