@@ -22,6 +22,7 @@ from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
 
 GOALS = ("maximize", "minimize")
+MIN_TRIALS_TO_FIT = 2
 MAX_OBSERVATIONS = 1000
 
 
@@ -291,24 +292,21 @@ async def analyze(
     trials = await repositories.list_trials(session, experiment_id)
     used = [t for t in trials if t.status == TrialStatus.SUCCEEDED and _value(t, name) is not None]
     failed = sum(t.status == TrialStatus.FAILED for t in trials)
-    if not used:
-        raise ConflictError(
-            f"no succeeded trial of experiment {experiment_id} reports '{name}' yet"
+    if len(used) < MIN_TRIALS_TO_FIT:
+        raise DomainError(
+            "response",
+            f"'{name}' was measured by {len(used)} succeeded trial(s) of experiment "
+            f"{experiment_id} ({failed} failed); a fit needs at least {MIN_TRIALS_TO_FIT}",
         )
     space = FactorSpace.from_dicts(experiment.factors)
-    try:
-        fitted = analysis.fit(
-            space,
-            [t.config for t in used],
-            [_value(t, name) for t in used],  # type: ignore[misc]
-            goal=experiment.objective["goal"],
-            model=model,
-            constraints=parse_constraints(experiment.constraints, space),
-        )
-    except DomainError as error:
-        if error.field == "model":
-            raise
-        raise ConflictError(f"{name}: {error.rule}") from error
+    fitted = analysis.fit(
+        space,
+        [t.config for t in used],
+        [_value(t, name) for t in used],  # type: ignore[misc]
+        goal=experiment.objective["goal"],
+        model=model,
+        constraints=parse_constraints(experiment.constraints, space),
+    )
     return AnalysisReport(
         response=name, trials_used=len(used), trials_failed=failed, result=fitted.as_dict()
     )

@@ -185,7 +185,8 @@ async def test_manual_experiments_take_observations_and_are_analysed(api):
     assert created["trials"] == []
     experiment_id = created["id"]
     assert (await api.post(f"/experiments/{experiment_id}/start")).status_code == 409
-    assert (await api.get(f"/experiments/{experiment_id}/analysis")).status_code == 409
+    early = await api.get(f"/experiments/{experiment_id}/analysis")
+    assert early.status_code == 422 and "at least 2" in early.json()["detail"][0]["msg"]
 
     rows = [(1, 8, 596.3), (3, 8, 531.9), (9, 8, 429.2), (9, 40, 1196.0), (3, 48, 1428.9),
             (9, 160, 1095.7), (5, 40, 1278.6), (4, 40, 1374.1)]  # fmt: skip
@@ -311,3 +312,24 @@ async def test_targets_are_listed_without_their_settings(api):
     assert targets["manual"]["factors"] is None and not targets["manual"]["runnable"]
     assert all("settings" not in t for t in targets.values())
     assert "noise" not in response.text and "seed" not in response.text
+
+
+async def test_analysis_refuses_what_the_data_cannot_support_with_422(api):
+    created = await create(api, MANUAL)
+    rows = [(1, 8, 596.3), (9, 8, 429.2), (9, 40, 1196.0), (3, 48, 1428.9)]
+    observations = [
+        {"config": {"galera_nodes": n, "total_connections": c}, "responses": {"tps": tps}}
+        for n, c, tps in rows
+    ]
+    await api.post(f"/experiments/{created['id']}/observations", json=observations)
+    path = f"/experiments/{created['id']}/analysis"
+    cases = [
+        ({"response": "latency_p95_ms"}, ["query", "response"], "measured by 0"),
+        ({"model": "quadratic"}, ["query", "response"], "needs at least"),
+        ({"model": "cubic"}, ["query", "model"], "one of"),
+    ]
+    for params, loc, words in cases:
+        response = await api.get(path, params=params)
+        assert response.status_code == 422, response.text
+        detail = response.json()["detail"][0]
+        assert detail["loc"] == loc and words in detail["msg"], detail
