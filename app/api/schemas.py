@@ -68,11 +68,20 @@ class DesignIn(Strict):
     seed: int = 0
 
 
+class ResponseBoundIn(Strict):
+    """A limit another response must respect at the optimum, e.g. latency_p95_ms at most 50."""
+
+    response: str = Field(max_length=64, examples=["latency_p95_ms"])
+    min: float | None = None
+    max: float | None = Field(default=None, examples=[50])
+
+
 class ObjectiveIn(Strict):
-    """The response to optimize and in which direction."""
+    """The response to optimize, in which direction, and limits on other responses."""
 
     response: str = Field(max_length=64, examples=["tps"])
     goal: Literal["maximize", "minimize"] = "maximize"
+    constraints: list[ResponseBoundIn] = Field(default_factory=list, max_length=10)
 
 
 class ExperimentIn(Strict):

@@ -332,7 +332,19 @@ def _check_objective(objective: Mapping[str, Any], target: TargetSpec) -> dict[s
     if goal not in GOALS:
         raise DomainError("objective.goal", f"must be one of {', '.join(GOALS)}")
     target.check_response(response, "objective.response")
-    return {"response": response, "goal": goal}
+    bounds = []
+    for i, bound in enumerate(objective.get("constraints") or []):
+        where = f"objective.constraints.{i}"
+        name, low, high = bound.get("response"), bound.get("min"), bound.get("max")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name) or name == response:
+            raise DomainError(f"{where}.response", "must name another response, like 'abort_rate'")
+        target.check_response(name, f"{where}.response")
+        if low is None and high is None:
+            raise DomainError(where, "give min, max or both")
+        if low is not None and high is not None and low > high:
+            raise DomainError(f"{where}.max", "must not be below min")
+        bounds.append({"response": name, "min": low, "max": high})
+    return {"response": response, "goal": goal, "constraints": bounds}
 
 
 def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dict[str, Any]:
