@@ -8,6 +8,7 @@ adds squares of numeric factors seen at three or more levels.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from experiments.factors import Factor, FactorSpace, Value
 
-MODEL_ORDERS: tuple[str, ...] = ("linear", "interaction", "quadratic")
+MODEL_ORDERS: tuple[str, ...] = ("linear", "interaction", "quadratic", "auto")
 
 
 class ModelTerms:
@@ -58,9 +59,19 @@ class ModelTerms:
             *({mains[j][1]} for j in self.squares),
         ]
 
+        self._kept: list[int] | None = None
+
+    def restricted(self, kept: Sequence[int]) -> ModelTerms:
+        """The same terms, keeping only the columns `kept` (indices into `names`)."""
+        subset = copy.copy(self)
+        subset._kept = [self._kept[i] for i in kept] if self._kept is not None else list(kept)
+        subset.names = [self.names[i] for i in kept]
+        subset.factors = [self.factors[i] for i in kept]
+        return subset
+
     def matrix(self, mains: np.ndarray) -> np.ndarray:
         """Model matrix from main-effect columns (one row per point)."""
-        return np.column_stack(
+        full = np.column_stack(
             [
                 np.ones(len(mains)),
                 mains,
@@ -68,6 +79,7 @@ class ModelTerms:
                 *(mains[:, j] ** 2 for j in self.squares),
             ]
         )
+        return full if self._kept is None else full[:, self._kept]
 
 
 def columns_of(factor: Factor) -> int:

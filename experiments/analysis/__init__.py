@@ -17,7 +17,31 @@ import scipy.linalg
 import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
+from experiments.analysis.explain import Explanation, explain
 from experiments.analysis.region import DataRegion
+from experiments.analysis.statistics import (
+    AnovaRow,
+    BoxCox,
+    Curvature,
+    Diagnostics,
+    FitStatistics,
+    LackOfFit,
+    Lenth,
+    anova,
+    box_cox,
+    curvature,
+    diagnostics,
+    fit_statistics,
+    lack_of_fit,
+    lenth,
+)
+from experiments.analysis.surface import (
+    Canonical,
+    Selection,
+    canonical,
+    natural_coefficients,
+    select_terms,
+)
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.designs import factor_levels
 from experiments.errors import DomainError
@@ -122,6 +146,17 @@ class Analysis:
     residual_df: int
     ranked_factors: list[FactorEffect]
     optimum: Optimum
+    selection: Selection | None
+    anova: list[AnovaRow]
+    fit: FitStatistics
+    lack_of_fit: LackOfFit | None
+    curvature: Curvature | None
+    lenth: Lenth | None
+    diagnostics: Diagnostics
+    box_cox: BoxCox | None
+    canonical: Canonical | None
+    natural_coefficients: dict[str, float]
+    explanation: Explanation
 
     def as_dict(self) -> dict[str, object]:
         """Plain, JSON-serializable dict."""
@@ -172,11 +207,16 @@ def fit(
     goal: str = "maximize",
     model: str = "linear",
     constraints: Sequence[Constraint] = (),
+    labels: Sequence[str] | None = None,
+    response: str = "the response",
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
-    "linear" has the main effects, "interaction" adds every two-factor interaction, and
-    "quadratic" adds the square of every numeric factor observed at three or more levels.
+    "linear" has the main effects, "interaction" adds every two-factor interaction,
+    "quadratic" adds the square of every numeric factor observed at three or more levels, and
+    "auto" starts from the quadratic model and drops terms by AICc, never an effect while a term
+    containing it stays. `labels` name the runs in the diagnostics (default "run i"). ANOVA sums
+    of squares are type II.
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels and the factor constraints.
@@ -191,16 +231,25 @@ def fit(
         )
     observed = [_checked_config(space, i, config) for i, config in enumerate(configs)]
     y = np.array([_checked_value(i, value) for i, value in enumerate(values)])
-    terms = ModelTerms(space, model, distinct_levels(space, observed))
-    if len(y) < len(terms.names) + 1:
+    # "auto" starts from the quadratic model and drops terms hierarchically by AICc.
+    terms = ModelTerms(
+        space, "quadratic" if model == "auto" else model, distinct_levels(space, observed)
+    )
+    if len(y) < len(terms.names) + 1 and model != "auto":
         raise DomainError(
             "response",
             f"the {model} model has {len(terms.names)} parameters, so it needs at least "
             f"{len(terms.names) + 1} observations; {len(y)} given",
         )
-    x = terms.matrix(main_columns(space, observed))
+    mains = main_columns(space, observed)
+    selection = None
+    if model == "auto":
+        selection = select_terms(terms.matrix(mains), y, terms.names, terms.factors)
+        terms = terms.restricted(selection.kept)
+    x = terms.matrix(mains)
     _check_estimable(x, terms.names)
     results = sm.OLS(y, x).fit()
+    labels = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(y))]
     # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
     with np.errstate(divide="ignore", invalid="ignore"):
         intervals = results.conf_int(alpha=1.0 - CONFIDENCE)
@@ -219,6 +268,10 @@ def fit(
         effects = [
             _effect(space, terms, results, i) for i, f in enumerate(space.factors) if columns_of(f)
         ]
+        ranked = sorted(effects, key=lambda e: -abs(e.effect))
+        best = _optimum(space, terms, results, goal, observed, constraints)
+        statistics = fit_statistics(results, x, y)
+        misfit = lack_of_fit([tuple(c[n] for n in space.names) for c in observed], y, results)
         return Analysis(
             model=model,
             goal=goal,
@@ -228,9 +281,78 @@ def fit(
             adj_r_squared=_num(results.rsquared_adj),
             rmse=_num(math.sqrt(results.mse_resid)),
             residual_df=round(results.df_resid),
-            ranked_factors=sorted(effects, key=lambda e: -abs(e.effect)),
-            optimum=_optimum(space, terms, results, goal, observed, constraints),
+            ranked_factors=ranked,
+            optimum=best,
+            selection=selection,
+            anova=anova(results, x, terms.names, terms.factors),
+            fit=statistics,
+            lack_of_fit=misfit,
+            curvature=_curvature(space, observed, y),
+            lenth=_lenth(space, observed, y),
+            diagnostics=diagnostics(results, labels),
+            box_cox=box_cox(y, x),
+            canonical=canonical(results.params, terms.names, space),
+            natural_coefficients=natural_coefficients(results.params, terms.names, space),
+            explanation=explain(
+                response=response,
+                effects=ranked,
+                terms=term_list,
+                r_squared=statistics.r_squared,
+                predicted_r_squared=statistics.predicted_r_squared,
+                residual_df=statistics.residual_df,
+                lack_of_fit_p=misfit.p_value if misfit is not None else None,
+                optimum=best.config,
+                predicted=best.predicted,
+                interval=(best.pi_low, best.pi_high),
+                on_edge=best.on_edge,
+            ),
         )
+
+
+def _two_level(space: FactorSpace, observed: list[Config]) -> tuple[list[int], list[int]] | None:
+    """Indices of factorial and centre runs when every numeric factor sits at -1, 0 or +1 and
+    the non-centre runs at the ends only (a two-level design, with or without centre points)."""
+    numeric = [f for f in space.factors if f.is_numeric]
+    if not numeric:
+        return None
+    coded = np.array([[f.encode(c[f.name]) for f in numeric] for c in observed])
+    centre = np.all(np.isclose(coded, 0.0), axis=1)
+    ends = np.all(np.isclose(np.abs(coded), 1.0), axis=1)
+    if not np.all(centre | ends):
+        return None
+    return [int(i) for i in np.flatnonzero(ends)], [int(i) for i in np.flatnonzero(centre)]
+
+
+def _curvature(space: FactorSpace, observed: list[Config], y: np.ndarray) -> Curvature | None:
+    runs = _two_level(space, observed)
+    return None if runs is None else curvature(y[runs[0]], y[runs[1]])
+
+
+def _lenth(space: FactorSpace, observed: list[Config], y: np.ndarray) -> Lenth | None:
+    """Every estimable effect of an unreplicated two-level design (the saturated model: main
+    effects and interactions of every order, one per independent contrast) with Lenth's pseudo
+    standard error: without replicates there is no pure error to test effects against."""
+    runs = _two_level(space, observed)
+    if (
+        runs is None
+        or runs[1]
+        or not all(f.is_numeric for f in space.factors)
+        or len({tuple(c.values()) for c in observed}) < len(observed)
+    ):
+        return None
+    coded = np.array([[f.encode(c[f.name]) for f in space.factors] for c in observed])
+    columns, names = [np.ones(len(observed))], []
+    for order in range(1, len(space) + 1):
+        for combo in itertools.combinations(range(len(space)), order):
+            column = np.prod(coded[:, combo], axis=1)
+            # An aliased contrast adds nothing: the first (lowest-order) name keeps it.
+            if np.linalg.matrix_rank(np.column_stack([*columns, column])) > len(columns):
+                columns.append(column)
+                names.append(":".join(space.names[i] for i in combo))
+    if len(names) < 3:
+        return None
+    params = np.linalg.lstsq(np.column_stack(columns), y, rcond=None)[0]
+    return lenth({name: 2.0 * float(b) for name, b in zip(names, params[1:], strict=True)})
 
 
 def _checked_config(space: FactorSpace, index: int, config: Mapping[str, object]) -> Config:

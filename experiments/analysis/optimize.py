@@ -1,0 +1,596 @@
+"""The best predicted configuration: one response, constraints on others, or desirability.
+
+Every response is predicted by its own fitted model, given here as a `Predictor`: a function of
+main-effect columns (one row per point, as `experiments.terms.main_columns` builds them) that
+returns one prediction per row, e.g. ``lambda mains: terms.matrix(mains) @ results.params``.
+
+The search predicts every point of a lattice of candidate values per factor when the lattice is
+small enough, else improves one factor at a time from several starts (exact for a linear model
+only). A point is feasible when it meets the factor constraints and every bound on another
+response (``latency_p95_ms <= 50``). Integer factors searched on a coarse grid are then checked
+against their neighbours (+-1 on each integer factor, within range and constraints), moving to a
+better neighbour until none is better.
+
+Desirability follows Derringer & Suich (1980), "Simultaneous optimization of several response
+variables", Journal of Quality Technology 12(4), 214-219: each response is mapped to [0, 1] and
+the overall desirability is their (importance-weighted) geometric mean.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from experiments.constraints import Constraint, satisfied_rows
+from experiments.designs import factor_levels
+from experiments.errors import DomainError
+from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.terms import factor_columns
+
+__all__ = [
+    "DESIRABILITY_GOALS",
+    "GOALS",
+    "DesirabilityGoal",
+    "OptimumSearch",
+    "Predictor",
+    "ResponseBound",
+    "best_configuration",
+    "candidate_values",
+    "desirability",
+    "most_desirable",
+    "overall_desirability",
+]
+
+GOALS: tuple[str, ...] = ("maximize", "minimize")
+DESIRABILITY_GOALS: tuple[str, ...] = ("maximize", "minimize", "target")
+BOUND_OPERATORS: tuple[str, ...] = ("<=", ">=")
+# Every lattice point is predicted up to this many, else the search is coordinate-wise.
+MAX_LATTICE = 200_000
+# Levels per continuous factor (and per integer factor whose every integer is too many).
+GRID_POINTS = 21
+# Lattice points predicted at once, to bound memory.
+_CHUNK = 20_000
+# Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
+_JOINT_NEIGHBOURS = 6
+_MAX_MOVES = 10_000
+
+# Main-effect columns (one row per point) -> one prediction per row.
+Predictor = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ResponseBound:
+    """A bound on another response's prediction: ``response operator limit``."""
+
+    response: str
+    predict: Predictor = field(repr=False, compare=False)
+    operator: str
+    limit: float
+
+    def __post_init__(self) -> None:
+        if self.operator not in BOUND_OPERATORS:
+            raise DomainError(
+                "objective.constraints", f"{self.response}: operator must be <= or >="
+            )
+        if not _finite(self.limit):
+            raise DomainError("objective.constraints", f"{self.response}: limit must be finite")
+
+    @property
+    def text(self) -> str:
+        """The bound as the user reads it, e.g. ``latency_p95_ms <= 50``."""
+        return f"{self.response} {self.operator} {self.limit:g}"
+
+    def met(self, predicted: np.ndarray) -> np.ndarray:
+        """Which predictions meet the bound."""
+        return predicted <= self.limit if self.operator == "<=" else predicted >= self.limit
+
+
+@dataclass(frozen=True)
+class DesirabilityGoal:
+    """One response's Derringer-Suich desirability: its goal, range, exponents and importance.
+
+    `weight` is the exponent (s) of a maximize or minimize goal and of the low side of a target
+    goal; `weight_high` the exponent of the target's high side (default `weight`). `importance`
+    weights the response in the overall geometric mean.
+    """
+
+    response: str
+    predict: Predictor = field(repr=False, compare=False)
+    goal: str
+    low: float
+    high: float
+    target: float | None = None
+    weight: float = 1.0
+    weight_high: float | None = None
+    importance: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_desirability(
+            self.goal, self.low, self.high, self.target, self.weight, self.weight_high
+        )
+        if not (_finite(self.importance) and self.importance > 0):
+            raise DomainError("objective.desirability", "importance must be above 0")
+
+    def of(self, predicted: float | np.ndarray) -> float | np.ndarray:
+        """The desirability of predicted values of this response."""
+        return desirability(
+            predicted, self.goal, self.low, self.high, self.target, self.weight, self.weight_high
+        )
+
+
+@dataclass(frozen=True)
+class OptimumSearch:
+    """The best feasible configuration found and how it was found.
+
+    `score` is the predicted objective (in response units) or the overall desirability;
+    `predictions` holds every response's prediction there and `desirabilities` each response's
+    desirability (empty for a single-response search). `searched` counts the lattice points
+    predicted (distinct ones, in a coordinate search) and `feasible_candidates` those meeting
+    every constraint. `neighbours_checked` says whether the integer neighbours of the best
+    point were checked (there is an integer factor without explicit levels), and
+    `neighbour_moves` how many moves to a better neighbour followed.
+    """
+
+    config: Config
+    score: float
+    predictions: dict[str, float]
+    desirabilities: dict[str, float]
+    feasible_candidates: int
+    searched: int
+    search: str
+    neighbours_checked: bool
+    neighbour_moves: int
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+
+def desirability(
+    value: float | np.ndarray,
+    goal: str,
+    low: float,
+    high: float,
+    target: float | None = None,
+    weight: float = 1.0,
+    weight_high: float | None = None,
+) -> float | np.ndarray:
+    """Derringer-Suich desirability in [0, 1] of one response value (or an array of them).
+
+    maximize: 0 below `low`, ``((y - low) / (high - low)) ** weight`` between, 1 above `high`.
+    minimize: 1 below `low`, ``((high - y) / (high - low)) ** weight`` between, 0 above `high`.
+    target: ``((y - low) / (target - low)) ** weight`` from `low` to `target`,
+    ``((high - y) / (high - target)) ** weight_high`` from `target` to `high`, 0 outside.
+    """
+    _check_desirability(goal, low, high, target, weight, weight_high)
+    y = np.asarray(value, dtype=float)
+    if goal == "maximize":
+        d = np.clip((y - low) / (high - low), 0.0, 1.0) ** weight
+    elif goal == "minimize":
+        d = np.clip((high - y) / (high - low), 0.0, 1.0) ** weight
+    else:
+        assert target is not None
+        upper = weight if weight_high is None else weight_high
+        below = np.clip((y - low) / (target - low), 0.0, 1.0) ** weight if target > low else 1.0
+        above = np.clip((high - y) / (high - target), 0.0, 1.0) ** upper if high > target else 1.0
+        d = np.where(y <= target, below, above)
+        d = np.where((y < low) | (y > high), 0.0, d)
+    return float(d) if np.ndim(d) == 0 else d
+
+
+def overall_desirability(
+    values: Sequence[float] | np.ndarray, importances: Sequence[float] | None = None
+) -> float | np.ndarray:
+    """Weighted geometric mean of desirabilities: ``prod(d_i ** r_i) ** (1 / sum(r_i))``.
+
+    `values` is one desirability per response, or a 2-D array with one row per point and one
+    column per response; the result is 0 as soon as one desirability is 0.
+    """
+    d = np.asarray(values, dtype=float)
+    count = d.shape[-1]
+    r = np.ones(count) if importances is None else np.asarray(importances, dtype=float)
+    if r.shape != (count,) or not np.all(np.isfinite(r) & (r > 0)):
+        raise DomainError("objective.desirability", "one importance above 0 per response")
+    if not np.all((d >= 0) & (d <= 1)):
+        raise DomainError("objective.desirability", "desirabilities lie between 0 and 1")
+    with np.errstate(divide="ignore"):
+        logs = np.log(d)
+    total = np.exp((logs * r).sum(axis=-1) / r.sum())
+    total = np.where((d == 0).any(axis=-1), 0.0, total)
+    return float(total) if np.ndim(total) == 0 else total
+
+
+def candidate_values(
+    space: FactorSpace, observed: Sequence[Mapping[str, Value]] = ()
+) -> list[list[Value]]:
+    """Candidate values per factor: explicit levels; or a coded grid plus the observed values in
+    range, with every integer of an integer factor's range when the lattice stays small enough."""
+    coarse: list[list[Value]] = []
+    for factor in space.factors:
+        if factor.levels is not None:
+            coarse.append([factor.check_value(v) for v in factor.levels])
+            continue
+        values = {v for _, v in factor_levels(factor, GRID_POINTS)}
+        values |= {c[factor.name] for c in observed if _in_region(factor, c[factor.name])}
+        coarse.append(sorted(values))  # type: ignore[type-var]
+    fine = [
+        sorted(set(values) | set(range(int(f.bounds[0]), int(f.bounds[1]) + 1)))
+        if f.kind == "integer" and f.levels is None
+        else values
+        for f, values in zip(space.factors, coarse, strict=True)
+    ]
+    return fine if math.prod(len(values) for values in fine) <= MAX_LATTICE else coarse
+
+
+def best_configuration(
+    space: FactorSpace,
+    candidates: Sequence[Sequence[Value]],
+    predict: Predictor,
+    *,
+    goal: str = "maximize",
+    response: str = "response",
+    bounds: Sequence[ResponseBound] = (),
+    constraints: Sequence[Constraint] = (),
+    starts: Sequence[Mapping[str, Value]] = (),
+) -> OptimumSearch:
+    """The candidate configuration with the best prediction of `response` by `goal`, among
+    those meeting the factor `constraints` and every bound on another response.
+
+    `starts` (e.g. the observed configurations) seed the coordinate-wise search of a lattice
+    too large to predict whole. Raises DomainError when no candidate is feasible.
+    """
+    if goal not in GOALS:
+        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    sign = 1.0 if goal == "maximize" else -1.0
+
+    def objective(mains: np.ndarray) -> np.ndarray:
+        return sign * _predicted(predict, mains)
+
+    problem = _Problem(space, candidates, objective, bounds, constraints)
+    best, search, moves, checked = problem.solve(starts)
+    mains = problem.mains_of([best])
+    predictions = {response: float(_predicted(predict, mains)[0])}
+    predictions |= {b.response: float(_predicted(b.predict, mains)[0]) for b in bounds}
+    return OptimumSearch(
+        config=problem.config_of(best),
+        score=predictions[response],
+        predictions=predictions,
+        desirabilities={},
+        feasible_candidates=problem.feasible,
+        searched=problem.searched,
+        search=search,
+        neighbours_checked=checked,
+        neighbour_moves=moves,
+    )
+
+
+def most_desirable(
+    space: FactorSpace,
+    candidates: Sequence[Sequence[Value]],
+    goals: Sequence[DesirabilityGoal],
+    *,
+    bounds: Sequence[ResponseBound] = (),
+    constraints: Sequence[Constraint] = (),
+    starts: Sequence[Mapping[str, Value]] = (),
+) -> OptimumSearch:
+    """The candidate configuration of highest overall desirability (Derringer & Suich), among
+    those meeting the factor `constraints` and every bound on another response.
+
+    Raises DomainError when no candidate is feasible or every feasible one has desirability 0
+    (some response outside its acceptable range everywhere).
+    """
+    if not goals:
+        raise DomainError("objective.desirability", "at least one response goal is needed")
+    names = [g.response for g in goals]
+    if len(set(names)) != len(names):
+        raise DomainError("objective.desirability", "each response has at most one goal")
+    importances = [g.importance for g in goals]
+
+    def objective(mains: np.ndarray) -> np.ndarray:
+        d = np.column_stack([g.of(_predicted(g.predict, mains)) for g in goals])
+        return np.asarray(overall_desirability(d, importances))
+
+    problem = _Problem(space, candidates, objective, bounds, constraints)
+    best, search, moves, checked = problem.solve(starts)
+    mains = problem.mains_of([best])
+    predictions = {g.response: float(_predicted(g.predict, mains)[0]) for g in goals}
+    predictions |= {b.response: float(_predicted(b.predict, mains)[0]) for b in bounds}
+    score = float(objective(mains)[0])
+    if score <= 0.0:
+        raise DomainError(
+            "objective.desirability",
+            "no configuration in the region is predicted to bring every response inside its "
+            "acceptable range ("
+            + ", ".join(f"{g.response} {g.low:g} to {g.high:g}" for g in goals)
+            + "): the overall desirability is 0 everywhere",
+        )
+    return OptimumSearch(
+        config=problem.config_of(best),
+        score=score,
+        predictions=predictions,
+        desirabilities={g.response: float(g.of(predictions[g.response])) for g in goals},
+        feasible_candidates=problem.feasible,
+        searched=problem.searched,
+        search=search,
+        neighbours_checked=checked,
+        neighbour_moves=moves,
+    )
+
+
+class _Problem:
+    """Scores candidate points (higher is better, -inf when infeasible) and searches them."""
+
+    def __init__(
+        self,
+        space: FactorSpace,
+        candidates: Sequence[Sequence[Value]],
+        objective: Callable[[np.ndarray], np.ndarray],
+        bounds: Sequence[ResponseBound],
+        constraints: Sequence[Constraint],
+    ) -> None:
+        self.space = space
+        self.candidates = _checked_candidates(space, candidates)
+        self.objective = objective
+        self.bounds = list(bounds)
+        self.constraints = list(constraints)
+        self.blocks = [
+            factor_columns(f, values)
+            for f, values in zip(space.factors, self.candidates, strict=True)
+        ]
+        self.natural = [np.array(values, dtype=object) for values in self.candidates]
+        self.sizes = [len(values) for values in self.candidates]
+        self.searched = 0
+        self.feasible = 0
+        self.allowed = 0  # evaluations meeting the factor constraints (words the failure)
+        # Best prediction of each bounded response among points meeting the factor constraints.
+        self.closest = [math.nan] * len(self.bounds)
+        self._seen: set[tuple[int, ...]] = set()
+
+    def solve(self, starts: Sequence[Mapping[str, Value]]) -> tuple[list[int], str, int, bool]:
+        """(best lattice index, search kind, neighbour moves, whether neighbours were checked);
+        the best point is returned as an index into the candidates, neighbours included."""
+        if math.prod(self.sizes) <= MAX_LATTICE:
+            best, search = self._lattice(), "lattice"
+        else:
+            seeds = [
+                [
+                    values.index(s[f.name])
+                    for f, values in zip(self.space.factors, self.candidates, strict=True)
+                ]
+                for s in starts
+                if all(
+                    s.get(f.name) in values
+                    for f, values in zip(self.space.factors, self.candidates, strict=True)
+                )
+            ]
+            best, search = self._coordinate([[0] * len(self.sizes), *seeds]), "coordinate"
+        counts = (self.searched, self.feasible)
+        feasible = np.isfinite(self.score_index(np.array([best]))[0])
+        self.searched, self.feasible = counts
+        if not feasible:
+            self._refuse(search)
+        return (best, search, *self._neighbours(best))
+
+    def score_index(self, index: np.ndarray) -> np.ndarray:
+        """Scores of lattice points given as rows of per-factor candidate indices."""
+        mains = np.hstack([block[index[:, f]] for f, block in enumerate(self.blocks)])
+        rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(self.natural)])
+        return self._score(mains, rows)
+
+    def _score(self, mains: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        allowed = (
+            satisfied_rows(self.constraints, self.space, rows)
+            if self.constraints
+            else np.ones(len(rows), dtype=bool)
+        )
+        feasible = allowed.copy()
+        for b, bound in enumerate(self.bounds):
+            predicted = _predicted(bound.predict, mains)
+            if allowed.any():
+                pick = np.min if bound.operator == "<=" else np.max
+                best = float(pick(predicted[allowed]))
+                if not math.isnan(self.closest[b]):
+                    best = float(pick([self.closest[b], best]))
+                self.closest[b] = best
+            feasible &= bound.met(predicted)
+        self.allowed += int(allowed.sum())
+        self.feasible += int(feasible.sum())
+        self.searched += len(rows)
+        if not feasible.any():
+            return np.full(len(rows), -np.inf)
+        return np.where(feasible, self.objective(mains), -np.inf)
+
+    def _lattice(self) -> list[int]:
+        total = math.prod(self.sizes)
+        best_score, best = -math.inf, 0
+        for start in range(0, total, _CHUNK):
+            flat = np.arange(start, min(start + _CHUNK, total))
+            scores = self.score_index(np.column_stack(np.unravel_index(flat, self.sizes)))
+            if scores.max() > best_score:
+                best_score, best = float(scores.max()), int(flat[scores.argmax()])
+        return [int(i) for i in np.unravel_index(best, self.sizes)]
+
+    def _distinct_scores(self, rows: np.ndarray) -> np.ndarray:
+        """Scores of lattice points, counting each point once however often it is visited."""
+        new = [i for i, row in enumerate(rows) if tuple(int(v) for v in row) not in self._seen]
+        searched, feasible = self.searched, self.feasible
+        scores = self.score_index(rows)
+        self.searched = searched + len(new)
+        self.feasible = feasible + int(np.isfinite(scores[new]).sum())
+        self._seen.update(tuple(int(v) for v in row) for row in rows)
+        return scores
+
+    def _coordinate(self, starts: list[list[int]]) -> list[int]:
+        """Best of the local optima reached by improving one factor at a time from each start."""
+        best_score, best = -math.inf, starts[0]
+        for start in starts:
+            index = list(start)
+            improved = True
+            while improved:
+                improved = False
+                for f, size in enumerate(self.sizes):
+                    rows = np.tile(index, (size, 1))
+                    rows[:, f] = np.arange(size)
+                    scores = self._distinct_scores(rows)
+                    if scores.max() > scores[index[f]]:
+                        index[f], improved = int(scores.argmax()), True
+            current = float(self._distinct_scores(np.array([index]))[0])
+            if current > best_score:
+                best_score, best = current, index
+        return best
+
+    def _neighbours(self, best: list[int]) -> tuple[int, bool]:
+        """Move the best point to a better integer neighbour until none is better.
+
+        New integer values are appended to the candidates so the point stays an index.
+        """
+        integer = [
+            i for i, f in enumerate(self.space.factors) if f.kind == "integer" and f.levels is None
+        ]
+        if not integer:
+            return 0, False
+        if len(integer) <= _JOINT_NEIGHBOURS:
+            steps = [s for s in itertools.product((-1, 0, 1), repeat=len(integer)) if any(s)]
+        else:
+            steps = [
+                tuple(sign * (j == k) for j in range(len(integer)))
+                for k in range(len(integer))
+                for sign in (-1, 1)
+            ]
+        point = [self.candidates[f][i] for f, i in enumerate(best)]
+        counts = (self.searched, self.feasible)
+        current = self._score_points([point])[0]
+        moves = 0
+        while moves < _MAX_MOVES:
+            neighbours = []
+            for step in steps:
+                moved = list(point)
+                for f, delta in zip(integer, step, strict=True):
+                    moved[f] = int(point[f]) + delta
+                if all(
+                    self.space.factors[f].bounds[0] <= moved[f] <= self.space.factors[f].bounds[1]
+                    for f in integer
+                ):
+                    neighbours.append(moved)
+            scores = self._score_points(neighbours)
+            top = int(scores.argmax())
+            if not scores[top] > current + 1e-12 * max(1.0, abs(current)):
+                break
+            point, current, moves = neighbours[top], float(scores[top]), moves + 1
+        self.searched, self.feasible = counts
+        for f in integer:
+            if point[f] not in self.candidates[f]:
+                self._add_candidate(f, point[f])
+        best[:] = [self.candidates[f].index(v) for f, v in enumerate(point)]
+        return moves, True
+
+    def _score_points(self, points: list[list[Value]]) -> np.ndarray:
+        if not points:
+            return np.array([-np.inf])
+        mains = np.hstack(
+            [factor_columns(f, [p[i] for p in points]) for i, f in enumerate(self.space.factors)]
+        )
+        return self._score(mains, np.array(points, dtype=object))
+
+    def _add_candidate(self, f: int, value: Value) -> None:
+        self.candidates[f].append(value)
+        self.blocks[f] = factor_columns(self.space.factors[f], self.candidates[f])
+        self.natural[f] = np.array(self.candidates[f], dtype=object)
+
+    def mains_of(self, indices: list[list[int]]) -> np.ndarray:
+        """Main-effect columns of lattice points given as per-factor candidate indices."""
+        return np.hstack(
+            [block[[index[f] for index in indices]] for f, block in enumerate(self.blocks)]
+        )
+
+    def config_of(self, index: list[int]) -> Config:
+        """The natural configuration of a lattice point."""
+        return {
+            f.name: self.candidates[f_i][i]
+            for f_i, (f, i) in enumerate(zip(self.space.factors, index, strict=True))
+        }
+
+    def _refuse(self, search: str) -> None:
+        if self.allowed == 0:
+            raise DomainError(
+                "constraints", "no configuration of the region meets every constraint"
+            )
+        where = (
+            "no configuration in the region is"
+            if search == "lattice"
+            else "the coordinate-wise search found no configuration"
+        )
+        missed = [
+            f"{bound.text} (the {'lowest' if bound.operator == '<=' else 'highest'} "
+            f"predicted is {closest:.4g})"
+            for bound, closest in zip(self.bounds, self.closest, strict=True)
+            if math.isnan(closest) or not bound.met(np.array([closest]))[0]
+        ]
+        if missed:
+            raise DomainError(
+                "objective.constraints", f"{where} predicted to meet {'; '.join(missed)}"
+            )
+        raise DomainError(
+            "objective.constraints",
+            f"{where} predicted to meet {' and '.join(b.text for b in self.bounds)} together",
+        )
+
+
+def _checked_candidates(
+    space: FactorSpace, candidates: Sequence[Sequence[Value]]
+) -> list[list[Value]]:
+    if len(candidates) != len(space.factors):
+        raise DomainError("candidates", f"one list of values per factor ({len(space)})")
+    checked = []
+    for factor, values in zip(space.factors, candidates, strict=True):
+        if not values:
+            raise DomainError(f"candidates.{factor.name}", "needs at least one value")
+        normalized = [factor.check_value(v) for v in values]
+        checked.append(list(dict.fromkeys(normalized)))
+    return checked
+
+
+def _check_desirability(
+    goal: str,
+    low: float,
+    high: float,
+    target: float | None,
+    weight: float,
+    weight_high: float | None,
+) -> None:
+    if goal not in DESIRABILITY_GOALS:
+        raise DomainError("objective.desirability", f"goal must be one of {DESIRABILITY_GOALS}")
+    if not (_finite(low) and _finite(high) and low < high):
+        raise DomainError("objective.desirability", "low and high are finite, low below high")
+    if goal == "target" and not (target is not None and _finite(target) and low <= target <= high):
+        raise DomainError("objective.desirability", "a target goal needs low <= target <= high")
+    for exponent in (weight, weight if weight_high is None else weight_high):
+        if not (_finite(exponent) and exponent > 0):
+            raise DomainError("objective.desirability", "weights are above 0")
+
+
+def _predicted(predict: Predictor, mains: np.ndarray) -> np.ndarray:
+    values = np.asarray(predict(mains), dtype=float).reshape(-1)
+    if values.shape != (len(mains),):
+        raise DomainError("objective", "a predictor must return one prediction per point")
+    return values
+
+
+def _in_region(factor: Factor, value: Value) -> bool:
+    try:
+        factor.check_in_region(value)
+    except DomainError:
+        return False
+    return True
+
+
+def _finite(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )

@@ -1,0 +1,451 @@
+"""Response-surface follow-ups: canonical analysis, natural-unit coefficients, term selection.
+
+All three work on a model fitted on coded factors with the term names of
+`experiments.terms.ModelTerms` ("Intercept", "x", "cat[level]", "x:y", "x^2").
+
+Canonical analysis follows Myers, Montgomery & Anderson-Cook (Response Surface Methodology,
+ch. 6) and R's rsm `canonical`: the quadratic part is y = b0 + x'b + x'Bx with B symmetric
+(B_ii the coefficient of x_i^2, B_ij half the coefficient of x_i:x_j); the stationary point is
+x_s = -B^-1 b / 2 and the eigenvalues of B give its nature.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import statsmodels.api as sm
+
+from experiments.errors import DomainError
+from experiments.factors import Factor, FactorSpace
+
+__all__ = [
+    "ALPHA",
+    "CRITERIA",
+    "RIDGE_RATIO",
+    "Canonical",
+    "Selection",
+    "SelectionStep",
+    "canonical",
+    "natural_coefficients",
+    "select_terms",
+]
+
+# An eigenvalue counts as zero (a ridge) when its size is below this share of the largest size;
+# the default threshold of rsm's `canonical` (one tenth of the largest eigenvalue).
+RIDGE_RATIO = 0.1
+# Significance level of backward elimination by p-value.
+ALPHA = 0.05
+CRITERIA: tuple[str, ...] = ("aicc", "p")
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """Canonical analysis of the quadratic part of a model, in coded units unless named natural.
+
+    Only numeric factors take part; categorical factors are held at their reference (first)
+    level, listed in `reference`, so terms with a dummy drop out. `linear` is b and `quadratic`
+    is B (rows and columns in `factors` order). `stationary_coded` is x_s = -B^-1 b / 2, None
+    when B is singular; `stationary_natural` decodes it without rounding (a log2-scaled factor
+    through 2**, an integer factor left fractional). `beyond` lists factors with |x_s| > 1 and
+    `inside` is True when there are none. Eigenvalues are in decreasing order, each eigenvector
+    a unit vector by factor (its largest component made positive).
+
+    `nature` is "maximum" (all eigenvalues < 0), "minimum" (all > 0), "saddle" (mixed) or
+    "ridge" when the smallest |eigenvalue| is below `ridge_threshold` = RIDGE_RATIO times the
+    largest; `ridge_of` then gives the nature of the other eigenvalues. For a ridge, as in rsm,
+    the near-zero eigenvalues are treated as zero: `ridge_point_coded` is the stationary point
+    of the remaining canonical directions (the point of the ridge nearest the design centre),
+    with its natural units and prediction.
+
+    When the surface is a ridge or its stationary point lies outside the ±1 region,
+    `ridge_direction` is the unit eigenvector of the eigenvalue closest to zero, the canonical
+    axis along which the response changes least (Myers-Montgomery's rising or stationary
+    ridge), signed so the first-order slope b·v is >= 0: following it raises the predicted
+    response; to minimize, go the opposite way. It is None otherwise. When every squared and
+    interaction coefficient is zero (a plane), it is the direction of steepest ascent b/|b|.
+    """
+
+    factors: list[str]
+    reference: dict[str, str]
+    linear: list[float]
+    quadratic: list[list[float]]
+    stationary_coded: dict[str, float] | None
+    stationary_natural: dict[str, float] | None
+    predicted: float | None
+    beyond: list[str]
+    inside: bool
+    eigenvalues: list[float]
+    eigenvectors: list[dict[str, float]]
+    nature: str
+    ridge_threshold: float
+    ridge_of: str | None
+    ridge_point_coded: dict[str, float] | None
+    ridge_point_natural: dict[str, float] | None
+    ridge_predicted: float | None
+    ridge_direction: dict[str, float] | None
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SelectionStep:
+    """One step of backward elimination: the term dropped (None for the starting model) and the
+    criterion value: AICc of the model after the step, or the p-value of the dropped term."""
+
+    dropped: str | None
+    value: float | None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The terms kept by hierarchical backward elimination, and how it went.
+
+    `kept` indexes the columns of the full model (the intercept, index 0, always stays);
+    `alpha` is the significance level for criterion "p", None for "aicc".
+    """
+
+    criterion: str
+    alpha: float | None
+    kept: list[int]
+    kept_names: list[str]
+    dropped: list[str]
+    path: list[SelectionStep]
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+
+# --- parsing term names ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Main:
+    """One main-effect column: a numeric factor's coded value or a categorical dummy."""
+
+    name: str
+    factor: Factor
+
+
+def _mains(space: FactorSpace) -> list[_Main]:
+    mains: list[_Main] = []
+    for factor in space.factors:
+        if factor.is_numeric:
+            mains.append(_Main(factor.name, factor))
+        else:
+            levels = factor.levels or ()
+            mains += [_Main(f"{factor.name}[{level}]", factor) for level in levels[1:]]
+    return mains
+
+
+def _parse(term_names: Sequence[str], space: FactorSpace) -> list[tuple[_Main, ...]]:
+    """The main columns whose product each term is (the intercept is the empty product)."""
+    mains = _mains(space)
+    lookup: dict[str, tuple[_Main, ...]] = {"Intercept": ()}
+    for main in mains:
+        lookup[main.name] = (main,)
+        if main.factor.is_numeric:
+            lookup[f"{main.name}^2"] = (main, main)
+    for a, b in itertools.combinations(mains, 2):
+        if a.factor.name != b.factor.name:
+            lookup[f"{a.name}:{b.name}"] = (a, b)
+    parsed = []
+    for i, name in enumerate(term_names):
+        if name not in lookup:
+            raise DomainError(f"terms.{i}", f"'{name}' is not a term of these factors")
+        parsed.append(lookup[name])
+    return parsed
+
+
+def _checked_params(params: Sequence[float], term_names: Sequence[str]) -> np.ndarray:
+    values = np.asarray(params, dtype=float).reshape(-1)
+    if len(values) != len(term_names):
+        raise DomainError("params", f"{len(values)} coefficients for {len(term_names)} terms")
+    if not np.all(np.isfinite(values)):
+        raise DomainError("params", "coefficients must be finite numbers")
+    return values
+
+
+# --- canonical analysis ---------------------------------------------------------------------
+
+
+def canonical(
+    params: Sequence[float], term_names: Sequence[str], space: FactorSpace
+) -> Canonical | None:
+    """Canonical analysis of a quadratic model on coded factors; None without squared terms.
+
+    Categorical factors are held at their reference level (see `Canonical`).
+    """
+    values = _checked_params(params, term_names)
+    parsed = _parse(term_names, space)
+    if not any(len(t) == 2 and t[0] == t[1] for t in parsed):
+        return None
+    numeric = [
+        f for f in space.factors if f.is_numeric and any(m.factor is f for t in parsed for m in t)
+    ]
+    names = [f.name for f in numeric]
+    index = {name: i for i, name in enumerate(names)}
+    k = len(numeric)
+    intercept, b, big_b = 0.0, np.zeros(k), np.zeros((k, k))
+    reference: dict[str, str] = {}
+    for coefficient, term in zip(values, parsed, strict=True):
+        dummies = [m.factor for m in term if not m.factor.is_numeric]
+        if dummies:
+            for factor in dummies:
+                reference[factor.name] = str((factor.levels or ("",))[0])
+            continue
+        if not term:
+            intercept += coefficient
+        elif len(term) == 1:
+            b[index[term[0].name]] += coefficient
+        elif term[0] == term[1]:
+            i = index[term[0].name]
+            big_b[i, i] += coefficient
+        else:
+            i, j = index[term[0].name], index[term[1].name]
+            big_b[i, j] += coefficient / 2.0
+            big_b[j, i] += coefficient / 2.0
+
+    def predict(x: np.ndarray) -> float:
+        return float(intercept + b @ x + x @ big_b @ x)
+
+    def by_factor(x: np.ndarray) -> dict[str, float]:
+        return {name: float(v) for name, v in zip(names, x, strict=True)}
+
+    def natural(x: np.ndarray) -> dict[str, float]:
+        return {f.name: _decode(f, float(v)) for f, v in zip(numeric, x, strict=True)}
+
+    eigenvalues, vectors = np.linalg.eigh(big_b)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues, vectors = eigenvalues[order], vectors[:, order]
+    for j in range(k):
+        if vectors[np.argmax(np.abs(vectors[:, j])), j] < 0:
+            vectors[:, j] = -vectors[:, j]
+    largest = float(np.max(np.abs(eigenvalues)))
+    threshold = RIDGE_RATIO * largest
+    exact_zero = np.abs(eigenvalues) <= largest * k * np.finfo(float).eps
+    stationary = None if largest == 0 or exact_zero.any() else _stationary(b, eigenvalues, vectors)
+    is_ridge = bool(np.min(np.abs(eigenvalues)) < threshold) or largest == 0
+    active = (np.abs(eigenvalues) >= threshold) & (np.abs(eigenvalues) > 0)
+    nature = "ridge" if is_ridge else _nature(eigenvalues)
+    beyond: list[str] = []
+    if stationary is not None:
+        beyond = [n for n, v in zip(names, stationary, strict=True) if abs(v) > 1.0]
+    inside = stationary is not None and not beyond
+    ridge_point = None
+    if is_ridge and active.any():
+        ridge_point = _stationary(b, eigenvalues[active], vectors[:, active])
+    direction = None
+    if largest == 0:
+        # No curvature at all: the surface is a plane, whose ridge is steepest ascent.
+        norm = float(np.linalg.norm(b))
+        direction = by_factor(b / norm) if norm > 0 else None
+    elif is_ridge or not inside:
+        v = vectors[:, int(np.argmin(np.abs(eigenvalues)))]
+        direction = by_factor(-v if b @ v < 0 else v)
+    return Canonical(
+        factors=names,
+        reference=reference,
+        linear=[float(v) for v in b],
+        quadratic=[[float(v) for v in row] for row in big_b],
+        stationary_coded=None if stationary is None else by_factor(stationary),
+        stationary_natural=None if stationary is None else natural(stationary),
+        predicted=None if stationary is None else predict(stationary),
+        beyond=beyond,
+        inside=inside,
+        eigenvalues=[float(v) for v in eigenvalues],
+        eigenvectors=[by_factor(vectors[:, j]) for j in range(k)],
+        nature=nature,
+        ridge_threshold=threshold,
+        ridge_of=_nature(eigenvalues[active]) if is_ridge and active.any() else None,
+        ridge_point_coded=None if ridge_point is None else by_factor(ridge_point),
+        ridge_point_natural=None if ridge_point is None else natural(ridge_point),
+        ridge_predicted=None if ridge_point is None else predict(ridge_point),
+        ridge_direction=direction,
+    )
+
+
+def _stationary(b: np.ndarray, eigenvalues: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """-B^-1 b / 2 over the given canonical directions only (all of them: the full inverse)."""
+    return -0.5 * vectors @ ((vectors.T @ b) / eigenvalues)
+
+
+def _nature(eigenvalues: np.ndarray) -> str:
+    if np.all(eigenvalues < 0):
+        return "maximum"
+    if np.all(eigenvalues > 0):
+        return "minimum"
+    return "saddle"
+
+
+def _decode(factor: Factor, coded: float) -> float:
+    """Coded -> natural value without rounding (continuous, also for integer factors)."""
+    low, high = (_scaled(factor, v) for v in factor.bounds)
+    value = (low + high) / 2.0 + coded * (high - low) / 2.0
+    return 2.0**value if factor.scale == "log2" else value
+
+
+def _scaled(factor: Factor, value: float) -> float:
+    return math.log2(value) if factor.scale == "log2" else value
+
+
+# --- natural-unit coefficients --------------------------------------------------------------
+
+
+def natural_coefficients(
+    params: Sequence[float], term_names: Sequence[str], space: FactorSpace
+) -> dict[str, float]:
+    """The fitted polynomial rewritten in natural units, one coefficient per term.
+
+    A linear-scale numeric factor enters as its value, a log2-scaled one as log2(value) (its key
+    says so: "log2(threads)", "log2(threads)^2", "log2(threads):nodes"); a categorical dummy
+    enters unchanged (1 at its level, else 0), so its key keeps the coded name. Keys follow the
+    order of `term_names`; predictions equal those of the coded coefficients.
+    """
+    values = _checked_params(params, term_names)
+    parsed = _parse(term_names, space)
+    # Each main column is affine in its natural variable u: x = offset + slope * u.
+    affine: dict[str, tuple[float, float, str]] = {}
+    for main in _mains(space):
+        factor = main.factor
+        if not factor.is_numeric:
+            affine[main.name] = (0.0, 1.0, main.name)
+            continue
+        low, high = (_scaled(factor, v) for v in factor.bounds)
+        half = (high - low) / 2.0 if high > low else 1.0
+        label = f"log2({factor.name})" if factor.scale == "log2" else factor.name
+        affine[main.name] = (-(low + high) / 2.0 / half, 1.0 / half, label)
+
+    def key(variables: tuple[str, ...]) -> str:
+        if not variables:
+            return "Intercept"
+        if len(variables) == 2 and variables[0] == variables[1]:
+            return f"{variables[0]}^2"
+        return ":".join(variables)
+
+    result = {key(tuple(affine[m.name][2] for m in term)): 0.0 for term in parsed}
+    for coefficient, term in zip(values, parsed, strict=True):
+        # Expand the product of affine columns into monomials of the natural variables.
+        columns = [affine[m.name] for m in term]
+        for picks in itertools.product((False, True), repeat=len(columns)):
+            weight, variables = coefficient, []
+            for (offset, slope, label), pick in zip(columns, picks, strict=True):
+                weight *= slope if pick else offset
+                if pick:
+                    variables.append(label)
+            name = key(tuple(variables))
+            if name in result or weight != 0.0:
+                result[name] = result.get(name, 0.0) + float(weight)
+    return result
+
+
+# --- term selection -------------------------------------------------------------------------
+
+
+def select_terms(
+    x: np.ndarray,
+    y: np.ndarray,
+    term_names: Sequence[str],
+    term_factors: Sequence[set[int] | frozenset[int]],
+    *,
+    criterion: str = "aicc",
+) -> Selection:
+    """Hierarchical backward elimination of model terms.
+
+    `x` is the full model matrix (a column per term, the intercept first), `term_factors` the
+    factors each term contains (as `ModelTerms.factors`). A term may be dropped only while no
+    kept term of higher order contains it (a main effect stays while its square or an
+    interaction with it stays); the intercept always stays.
+
+    criterion "aicc": at each step drop the term whose removal gives the lowest AICc, while
+    that lowers it. AICc = -2 log L + 2p + 2p(p+1)/(n-p-1), with the Gaussian log-likelihood at
+    the least-squares fit and p = coefficients + 1 (the error variance), Hurvich & Tsai (1989);
+    it is infinite when n <= p + 1. criterion "p": drop the removable term with the largest
+    t-test p-value while it exceeds ALPHA (0.05).
+    """
+    if criterion not in CRITERIA:
+        raise DomainError("criterion", f"must be one of {', '.join(CRITERIA)}")
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float).reshape(-1)
+    if x.ndim != 2 or x.shape != (len(y), len(term_names)) or len(term_factors) != x.shape[1]:
+        raise DomainError("terms", "x must have one row per value and one column per term")
+    orders = [_order(name, set(fs)) for name, fs in zip(term_names, term_factors, strict=True)]
+    kept = list(range(x.shape[1]))
+    path: list[SelectionStep] = []
+    dropped: list[str] = []
+    if criterion == "aicc":
+        current = _aicc(x[:, kept], y)
+        path.append(SelectionStep(None, _finite(current)))
+    else:
+        path.append(SelectionStep(None, None))
+    while True:
+        removable = [
+            j
+            for j in kept
+            if orders[j] > 0
+            and not any(
+                orders[i] > orders[j] and set(term_factors[j]) <= set(term_factors[i]) for i in kept
+            )
+        ]
+        if not removable:
+            break
+        if criterion == "aicc":
+            scores = {j: _aicc(x[:, [i for i in kept if i != j]], y) for j in removable}
+            best = min(removable, key=lambda j: scores[j])
+            if not scores[best] < current:
+                break
+            current = scores[best]
+            value = _finite(current)
+        else:
+            p_values = _p_values(x[:, kept], y)
+            p_of = {j: p_values[kept.index(j)] for j in removable}
+            best = max(removable, key=lambda j: -1.0 if math.isnan(p_of[j]) else p_of[j])
+            if not p_of[best] > ALPHA:
+                break
+            value = _finite(p_of[best])
+        kept.remove(best)
+        dropped.append(term_names[best])
+        path.append(SelectionStep(term_names[best], value))
+    return Selection(
+        criterion=criterion,
+        alpha=ALPHA if criterion == "p" else None,
+        kept=kept,
+        kept_names=[term_names[j] for j in kept],
+        dropped=dropped,
+        path=path,
+    )
+
+
+def _order(name: str, factors: set[int]) -> int:
+    """0 for the intercept, 1 for a main effect, 2 for an interaction or a square."""
+    if not factors:
+        return 0
+    return 2 if len(factors) == 2 or name.endswith("^2") else 1
+
+
+def _aicc(x: np.ndarray, y: np.ndarray) -> float:
+    n, columns = x.shape
+    fitted = x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    rss = float(np.sum((y - fitted) ** 2))
+    p = columns + 1
+    if n <= p + 1:
+        return math.inf
+    if rss <= 0.0:
+        return -math.inf
+    log_likelihood = -n / 2.0 * (math.log(2.0 * math.pi * rss / n) + 1.0)
+    return -2.0 * log_likelihood + 2.0 * p + 2.0 * p * (p + 1) / (n - p - 1)
+
+
+def _p_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(sm.OLS(y, x).fit().pvalues, dtype=float)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

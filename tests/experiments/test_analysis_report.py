@@ -1,0 +1,92 @@
+"""The full report of `fit`: Lenth, canonical analysis, automatic terms, and the explanation."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from experiments.analysis import fit
+from experiments.factors import FactorSpace
+from tests.experiments.test_analysis import CCD_YIELD, CODED_2_4, FILTRATION
+
+
+def yates(names: str) -> list[dict[str, float]]:
+    return [
+        dict(zip(names, reversed(levels), strict=True))
+        for levels in itertools.product([-1.0, 1.0], repeat=len(names))
+    ]
+
+
+def test_an_unreplicated_two_level_design_gets_lenths_analysis():
+    # Montgomery DAE Example 6.2: Lenth's method flags A, C, D, AC and AD.
+    analysis = fit(CODED_2_4, yates("ABCD"), FILTRATION, model="interaction")
+    assert analysis.lenth is not None
+    assert set(analysis.lenth.active) == {"A", "C", "D", "A:C", "A:D"}
+    assert analysis.lenth.pse == pytest.approx(2.625)
+    assert len(analysis.lenth.half_normal) == 15  # every contrast of the 2^4
+    assert analysis.curvature is None and analysis.lack_of_fit is None
+
+
+def test_a_central_composite_design_gets_its_canonical_analysis():
+    # Montgomery DAE Example 11.2: a maximum at x1 = 0.389, x2 = 0.306.
+    factors = FactorSpace.from_dicts(
+        [{"name": n, "kind": "continuous", "low": -1, "high": 1} for n in ("x1", "x2")]
+    )
+    analysis = fit(
+        factors,
+        [{"x1": a, "x2": b} for a, b, _ in CCD_YIELD],
+        [y for _, _, y in CCD_YIELD],
+        model="quadratic",
+        response="yield",
+    )
+    canonical = analysis.canonical
+    assert canonical is not None and canonical.nature == "maximum" and canonical.inside
+    assert canonical.stationary_coded == pytest.approx({"x1": 0.389, "x2": 0.306}, abs=5e-4)
+    # Five centre points: pure error, and a lack-of-fit test on the remaining df.
+    assert analysis.lack_of_fit is not None and analysis.lack_of_fit.pure_error_df == 4
+    assert analysis.fit.predicted_r_squared is not None
+    assert analysis.explanation.confident
+    assert any("yield about 80.2" in s for s in analysis.explanation.sentences)
+    json.dumps(analysis.as_dict(), allow_nan=False)
+
+
+def test_auto_keeps_the_terms_the_data_supports():
+    factors = FactorSpace.from_dicts(
+        [{"name": n, "kind": "continuous", "low": -1, "high": 1} for n in "abc"]
+    )
+    configs = [dict(zip("abc", p, strict=True)) for p in itertools.product([-1, 0, 1], repeat=3)]
+    rng = np.random.default_rng(3)
+    values = [
+        50 + 8 * c["a"] - 5 * c["b"] + 4 * c["a"] * c["b"] - 6 * c["a"] ** 2 + rng.normal(0, 0.5)
+        for c in configs
+    ]
+    analysis = fit(factors, configs, values, model="auto")
+    assert analysis.selection is not None and analysis.selection.criterion == "aicc"
+    names = {t.name for t in analysis.terms}
+    assert {"a", "b", "a:b", "a^2"} <= names
+    # AICc is a lenient criterion: it may keep one null term by chance, not most of them.
+    assert len({"c^2", "a:c", "b:c"} & names) <= 1
+
+
+def test_the_explanation_admits_when_the_data_cannot_tell():
+    factors = FactorSpace.from_dicts(
+        [{"name": n, "kind": "continuous", "low": -1, "high": 1} for n in "ab"]
+    )
+    rng = np.random.default_rng(0)
+    configs = yates("ab") * 3
+    noise = fit(factors, configs, list(rng.normal(100, 10, len(configs))), model="linear")
+    assert not noise.explanation.confident
+    assert any("Do not trust the optimum" in s for s in noise.explanation.sentences)
+
+
+def test_centre_points_in_a_two_level_design_give_a_curvature_test():
+    factors = FactorSpace.from_dicts(
+        [{"name": n, "kind": "continuous", "low": -1, "high": 1} for n in "ab"]
+    )
+    configs = [*yates("ab"), *[{"a": 0.0, "b": 0.0}] * 4]
+    values = [39.3, 40.9, 40.0, 41.5, 40.3, 40.5, 40.7, 40.2]
+    analysis = fit(factors, configs, values, model="interaction")
+    assert analysis.curvature is not None and analysis.curvature.pure_error_df == 3
