@@ -290,7 +290,13 @@ async def analyze(
     if target is not None:
         target.check_response(name, "response")
     trials = await repositories.list_trials(session, experiment_id)
-    used = [t for t in trials if t.status == TrialStatus.SUCCEEDED and _value(t, name) is not None]
+    bounds = experiment.objective.get("constraints") or []
+    needed = [name, *(bound["response"] for bound in bounds)]
+    used = [
+        t
+        for t in trials
+        if t.status == TrialStatus.SUCCEEDED and all(_value(t, n) is not None for n in needed)
+    ]
     failed = sum(t.status == TrialStatus.FAILED for t in trials)
     if len(used) < MIN_TRIALS_TO_FIT:
         raise DomainError(
@@ -306,6 +312,17 @@ async def analyze(
         goal=experiment.objective["goal"],
         model=model,
         constraints=parse_constraints(experiment.constraints, space),
+        labels=[f"trial {t.id}" for t in used],
+        response=name,
+        limits=[
+            analysis.ResponseLimit(
+                response=bound["response"],
+                values=[_value(t, bound["response"]) for t in used],  # type: ignore[misc]
+                min=bound["min"],
+                max=bound["max"],
+            )
+            for bound in bounds
+        ],
     )
     return AnalysisReport(
         response=name, trials_used=len(used), trials_failed=failed, result=fitted.as_dict()

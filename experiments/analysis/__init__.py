@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -18,6 +18,12 @@ import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.explain import Explanation, explain
+from experiments.analysis.optimize import (
+    Predictor,
+    ResponseBound,
+    best_configuration,
+    candidate_values,
+)
 from experiments.analysis.region import DataRegion
 from experiments.analysis.statistics import (
     AnovaRow,
@@ -42,10 +48,9 @@ from experiments.analysis.surface import (
     natural_coefficients,
     select_terms,
 )
-from experiments.constraints import Constraint, satisfied_rows
-from experiments.designs import factor_levels
+from experiments.constraints import Constraint
 from experiments.errors import DomainError
-from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.factors import Config, FactorSpace, Value
 from experiments.terms import (
     MODEL_ORDERS,
     ModelTerms,
@@ -61,6 +66,7 @@ __all__ = [
     "Analysis",
     "FactorEffect",
     "Optimum",
+    "ResponseLimit",
     "Term",
     "fit",
 ]
@@ -68,15 +74,17 @@ __all__ = [
 MODELS: tuple[str, ...] = MODEL_ORDERS
 GOALS: tuple[str, ...] = ("maximize", "minimize")
 CONFIDENCE = 0.95
-# The optimum is searched over every lattice point up to this many, else coordinate-wise.
-MAX_LATTICE = 200_000
-# Levels per continuous factor (and per integer factor when its every integer is too many).
-GRID_POINTS = 21
-# Lattice points predicted at once, to bound memory when the model has many terms.
-_CHUNK = 20_000
 
-# Scores lattice points given as rows of per-factor candidate indices; higher is better.
-_Score = Callable[[np.ndarray], np.ndarray]
+
+@dataclass(frozen=True)
+class ResponseLimit:
+    """A limit on another response at the optimum; `values` are its measurements, one per
+    observed configuration, modelled like the objective's response."""
+
+    response: str
+    values: Sequence[float]
+    min: float | None = None
+    max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -114,11 +122,14 @@ class FactorEffect:
 class Optimum:
     """The best predicted configuration in the region, with 95 % intervals.
 
-    `region` says where it was searched: the factor ranges, or, when the runs do not fill them
-    (observations taken elsewhere), the convex hull of the runs, so the optimum is never an
+    Integer factors searched on a coarse grid are checked against their ±1 neighbours
+    (`neighbours_checked`); `limits_met` gives each limit on another response with that
+    response's prediction at the optimum. `region` says where it was searched: the factor
+    ranges, or, when the runs do not fill them (observations taken elsewhere), the convex hull
+    of the runs, so the optimum is never an
     extrapolation. `search` is "lattice" when every candidate point was predicted, or
-    "coordinate" when the lattice was too large and the best of coordinate-wise searches
-    (started from each observed configuration) was taken, exact for a linear model only.
+    "coordinate" when the lattice was too large and coordinate-wise searches from each observed
+    configuration were taken.
     """
 
     config: Config
@@ -130,6 +141,8 @@ class Optimum:
     on_edge: list[str]
     search: str
     region: str
+    neighbours_checked: bool
+    limits_met: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -209,6 +222,7 @@ def fit(
     constraints: Sequence[Constraint] = (),
     labels: Sequence[str] | None = None,
     response: str = "the response",
+    limits: Sequence[ResponseLimit] = (),
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
@@ -269,7 +283,7 @@ def fit(
             _effect(space, terms, results, i) for i, f in enumerate(space.factors) if columns_of(f)
         ]
         ranked = sorted(effects, key=lambda e: -abs(e.effect))
-        best = _optimum(space, terms, results, goal, observed, constraints)
+        best = _optimum(space, terms, results, goal, observed, constraints, limits, x)
         statistics = fit_statistics(results, x, y)
         misfit = lack_of_fit([tuple(c[n] for n in space.names) for c in observed], y, results)
         return Analysis(
@@ -436,46 +450,33 @@ def _optimum(
     goal: str,
     observed: list[Config],
     constraints: Sequence[Constraint],
+    limits: Sequence[ResponseLimit],
+    x: np.ndarray,
 ) -> Optimum:
-    candidates = _candidates(space, observed)
-    blocks = [
-        factor_columns(f, values) for f, values in zip(space.factors, candidates, strict=True)
-    ]
-    natural = [np.array(values, dtype=object) for values in candidates]
-    coded = [
-        np.array([f.encode(v) for v in values], dtype=float)
-        for f, values in zip(space.factors, candidates, strict=True)
-    ]
     region = DataRegion(space, observed)
-    sign = 1.0 if goal == "maximize" else -1.0
-
-    def score(index: np.ndarray) -> np.ndarray:
-        mains = np.hstack([block[index[:, f]] for f, block in enumerate(blocks)])
-        value = sign * (terms.matrix(mains) @ results.params)
-        inside = region.contains(
-            np.column_stack([levels[index[:, f]] for f, levels in enumerate(coded)])
+    bounds = [
+        ResponseBound(
+            response=limit.response,
+            predict=_predictor(terms, sm.OLS(np.asarray(limit.values, dtype=float), x).fit()),
+            operator=operator,
+            limit=value,
         )
-        if constraints:
-            rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(natural)])
-            inside &= satisfied_rows(constraints, space, rows)
-        return np.where(inside, value, -np.inf)
-
-    sizes = [len(values) for values in candidates]
-    if math.prod(sizes) <= MAX_LATTICE:
-        best, search = _lattice_search(score, sizes), "lattice"
-    else:
-        starts = [
-            [values.index(c[f.name]) for f, values in zip(space.factors, candidates, strict=True)]
-            for c in observed
-            if all(c[f.name] in values for f, values in zip(space.factors, candidates, strict=True))
-        ]
-        best, search = _coordinate_search(score, sizes, [[0] * len(sizes), *starts]), "coordinate"
-    if not np.isfinite(score(np.array([best]))[0]):
-        raise DomainError("constraints", "no configuration of the region meets every constraint")
-    config = {
-        f.name: values[i] for f, values, i in zip(space.factors, candidates, best, strict=True)
-    }
-    mains = np.hstack([block[[i]] for block, i in zip(blocks, best, strict=True)])
+        for limit in limits
+        for operator, value in (("<=", limit.max), (">=", limit.min))
+        if value is not None
+    ]
+    search = best_configuration(
+        space,
+        candidate_values(space, observed),
+        _predictor(terms, results),
+        goal=goal,
+        bounds=bounds,
+        constraints=constraints,
+        starts=observed,
+        region=region.contains,
+    )
+    config = search.config
+    mains = main_columns(space, [config])
     frame = results.get_prediction(terms.matrix(mains)).summary_frame(alpha=1.0 - CONFIDENCE)
     return Optimum(
         config=config,
@@ -487,69 +488,16 @@ def _optimum(
         on_edge=[
             f.name for f in space.factors if f.is_numeric and float(config[f.name]) in f.bounds
         ],
-        search=search,
+        search=search.search,
         region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
+        neighbours_checked=search.neighbours_checked,
+        limits_met={b.text: search.predictions[b.response] for b in bounds},
     )
 
 
-def _candidates(space: FactorSpace, observed: list[Config]) -> list[list[Value]]:
-    """Candidate values per factor: explicit levels; or a coded grid plus the observed values,
-    with every integer of an integer factor's range when the lattice stays small enough."""
-    coarse: list[list[Value]] = []
-    for factor in space.factors:
-        if factor.levels is not None:
-            coarse.append([factor.check_value(v) for v in factor.levels])
-            continue
-        values = {v for _, v in factor_levels(factor, GRID_POINTS)}
-        values |= {c[factor.name] for c in observed if _in_region(factor, c[factor.name])}
-        coarse.append(sorted(values))  # type: ignore[type-var]
-    fine = [
-        sorted(set(values) | set(range(int(f.bounds[0]), int(f.bounds[1]) + 1)))
-        if f.kind == "integer" and f.levels is None
-        else values
-        for f, values in zip(space.factors, coarse, strict=True)
-    ]
-    return fine if math.prod(len(values) for values in fine) <= MAX_LATTICE else coarse
-
-
-def _in_region(factor: Factor, value: Value) -> bool:
-    try:
-        factor.check_in_region(value)
-    except DomainError:
-        return False
-    return True
-
-
-def _lattice_search(score: _Score, sizes: list[int]) -> list[int]:
-    """Index of the best point of the whole lattice, predicted a chunk at a time."""
-    total = math.prod(sizes)
-    best_score, best = -math.inf, 0
-    for start in range(0, total, _CHUNK):
-        flat = np.arange(start, min(start + _CHUNK, total))
-        scores = score(np.column_stack(np.unravel_index(flat, sizes)))
-        if scores.max() > best_score:
-            best_score, best = float(scores.max()), int(flat[scores.argmax()])
-    return [int(i) for i in np.unravel_index(best, sizes)]
-
-
-def _coordinate_search(score: _Score, sizes: list[int], starts: list[list[int]]) -> list[int]:
-    """Best of the local optima reached by improving one factor at a time from each start."""
-    best_score, best = -math.inf, starts[0]
-    for start in starts:
-        index = list(start)
-        improved = True
-        while improved:
-            improved = False
-            for f, size in enumerate(sizes):
-                rows = np.tile(index, (size, 1))
-                rows[:, f] = np.arange(size)
-                scores = score(rows)
-                if scores.max() > scores[index[f]]:
-                    index[f], improved = int(scores.argmax()), True
-        current = float(score(np.array([index]))[0])
-        if current > best_score:
-            best_score, best = current, index
-    return best
+def _predictor(terms: ModelTerms, results: RegressionResults) -> Predictor:
+    params = np.asarray(results.params)
+    return lambda mains: terms.matrix(mains) @ params
 
 
 def _num(value: object) -> float | None:

@@ -60,6 +60,8 @@ _MAX_MOVES = 10_000
 
 # Main-effect columns (one row per point) -> one prediction per row.
 Predictor = Callable[[np.ndarray], np.ndarray]
+# Which rows of coded values (one column per factor) may hold the optimum.
+Region = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -236,9 +238,11 @@ def best_configuration(
     bounds: Sequence[ResponseBound] = (),
     constraints: Sequence[Constraint] = (),
     starts: Sequence[Mapping[str, Value]] = (),
+    region: Region | None = None,
 ) -> OptimumSearch:
     """The candidate configuration with the best prediction of `response` by `goal`, among
-    those meeting the factor `constraints` and every bound on another response.
+    those meeting the factor `constraints`, the `region` (a mask over coded rows, e.g. the
+    data's hull) and every bound on another response.
 
     `starts` (e.g. the observed configurations) seed the coordinate-wise search of a lattice
     too large to predict whole. Raises DomainError when no candidate is feasible.
@@ -250,7 +254,7 @@ def best_configuration(
     def objective(mains: np.ndarray) -> np.ndarray:
         return sign * _predicted(predict, mains)
 
-    problem = _Problem(space, candidates, objective, bounds, constraints)
+    problem = _Problem(space, candidates, objective, bounds, constraints, region)
     best, search, moves, checked = problem.solve(starts)
     mains = problem.mains_of([best])
     predictions = {response: float(_predicted(predict, mains)[0])}
@@ -331,8 +335,10 @@ class _Problem:
         objective: Callable[[np.ndarray], np.ndarray],
         bounds: Sequence[ResponseBound],
         constraints: Sequence[Constraint],
+        region: Region | None = None,
     ) -> None:
         self.space = space
+        self.region = region
         self.candidates = _checked_candidates(space, candidates)
         self.objective = objective
         self.bounds = list(bounds)
@@ -342,6 +348,10 @@ class _Problem:
             for f, values in zip(space.factors, self.candidates, strict=True)
         ]
         self.natural = [np.array(values, dtype=object) for values in self.candidates]
+        self.coded = [
+            np.array([f.encode(v) for v in values], dtype=float)
+            for f, values in zip(space.factors, self.candidates, strict=True)
+        ]
         self.sizes = [len(values) for values in self.candidates]
         self.searched = 0
         self.feasible = 0
@@ -379,14 +389,17 @@ class _Problem:
         """Scores of lattice points given as rows of per-factor candidate indices."""
         mains = np.hstack([block[index[:, f]] for f, block in enumerate(self.blocks)])
         rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(self.natural)])
-        return self._score(mains, rows)
+        coded = np.column_stack([levels[index[:, f]] for f, levels in enumerate(self.coded)])
+        return self._score(mains, rows, coded)
 
-    def _score(self, mains: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def _score(self, mains: np.ndarray, rows: np.ndarray, coded: np.ndarray) -> np.ndarray:
         allowed = (
             satisfied_rows(self.constraints, self.space, rows)
             if self.constraints
             else np.ones(len(rows), dtype=bool)
         )
+        if self.region is not None:
+            allowed &= self.region(coded)
         feasible = allowed.copy()
         for b, bound in enumerate(self.bounds):
             predicted = _predicted(bound.predict, mains)
@@ -494,11 +507,16 @@ class _Problem:
         mains = np.hstack(
             [factor_columns(f, [p[i] for p in points]) for i, f in enumerate(self.space.factors)]
         )
-        return self._score(mains, np.array(points, dtype=object))
+        coded = np.array(
+            [[f.encode(p[i]) for i, f in enumerate(self.space.factors)] for p in points],
+            dtype=float,
+        )
+        return self._score(mains, np.array(points, dtype=object), coded)
 
     def _add_candidate(self, f: int, value: Value) -> None:
         self.candidates[f].append(value)
         self.blocks[f] = factor_columns(self.space.factors[f], self.candidates[f])
+        self.coded[f] = np.append(self.coded[f], self.space.factors[f].encode(value))
         self.natural[f] = np.array(self.candidates[f], dtype=object)
 
     def mains_of(self, indices: list[list[int]]) -> np.ndarray:

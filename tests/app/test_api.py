@@ -333,3 +333,53 @@ async def test_analysis_refuses_what_the_data_cannot_support_with_422(api):
         assert response.status_code == 422, response.text
         detail = response.json()["detail"][0]
         assert detail["loc"] == loc and words in detail["msg"], detail
+
+
+async def test_the_optimum_respects_limits_on_other_responses(api):
+    factors = [
+        {"name": "clients", "kind": "integer", "low": 1, "high": 8},
+        {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 32, "scale": "log2"},
+    ]
+    created = await create(
+        api,
+        {
+            "name": "latency-bounded",
+            "target": "manual",
+            "factors": factors,
+            "design": None,
+            "objective": {
+                "response": "tps",
+                "constraints": [{"response": "latency_p95_ms", "max": 40}],
+            },
+        },
+    )
+    observations = []
+    for clients in (1, 4, 8):
+        for threads in (4, 11, 32):
+            connections = clients * threads
+            observations.append(
+                {
+                    "config": {"clients": clients, "threads_per_client": threads},
+                    "responses": {
+                        "tps": 100 + 5 * connections - 0.01 * connections**2,
+                        "latency_p95_ms": 5 + 0.25 * connections,
+                    },
+                }
+            )
+    await api.post(f"/experiments/{created['id']}/observations", json=observations)
+    body = (
+        await api.get(f"/experiments/{created['id']}/analysis", params={"model": "quadratic"})
+    ).json()
+    optimum = body["optimum"]
+    assert optimum["limits_met"]["latency_p95_ms <= 40"] <= 40 + 1e-6
+    best = optimum["config"]
+    assert 5 + 0.25 * best["clients"] * best["threads_per_client"] <= 41
+    bad = await api.post(
+        "/experiments",
+        json={
+            **MANUAL,
+            "objective": {"response": "tps", "constraints": [{"response": "tps", "max": 1}]},
+        },
+    )
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["loc"][1:] == ["objective", "constraints", 0, "response"]
