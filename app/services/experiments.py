@@ -313,6 +313,7 @@ async def analyze(
         model=model,
         constraints=parse_constraints(experiment.constraints, space),
         labels=[f"trial {t.id}" for t in used],
+        whole_plots=[t.whole_plot for t in used],
         response=name,
         limits=[
             analysis.ResponseLimit(

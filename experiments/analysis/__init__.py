@@ -25,6 +25,7 @@ from experiments.analysis.optimize import (
     candidate_values,
 )
 from experiments.analysis.region import DataRegion
+from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot, hard_to_change_terms
 from experiments.analysis.statistics import (
     AnovaRow,
     BoxCox,
@@ -169,6 +170,7 @@ class Analysis:
     box_cox: BoxCox | None
     canonical: Canonical | None
     natural_coefficients: dict[str, float]
+    split_plot: SplitPlotFit | None
     explanation: Explanation
 
     def as_dict(self) -> dict[str, object]:
@@ -223,6 +225,7 @@ def fit(
     labels: Sequence[str] | None = None,
     response: str = "the response",
     limits: Sequence[ResponseLimit] = (),
+    whole_plots: Sequence[int | None] | None = None,
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
@@ -230,7 +233,9 @@ def fit(
     "quadratic" adds the square of every numeric factor observed at three or more levels, and
     "auto" starts from the quadratic model and drops terms by AICc, never an effect while a term
     containing it stays. `labels` name the runs in the diagnostics (default "run i"). ANOVA sums
-    of squares are type II.
+    of squares are type II. With `whole_plots` (the whole plot of each run, from a split-plot run
+    order) the model is also fitted as a mixed model with a random whole-plot effect (REML), so
+    hard-to-change factors are tested against the whole-plot error.
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels and the factor constraints.
@@ -307,6 +312,7 @@ def fit(
             box_cox=box_cox(y, x),
             canonical=canonical(results.params, terms.names, space),
             natural_coefficients=natural_coefficients(results.params, terms.names, space),
+            split_plot=_split_plot(space, terms, x, y, whole_plots),
             explanation=explain(
                 response=response,
                 effects=ranked,
@@ -321,6 +327,20 @@ def fit(
                 on_edge=best.on_edge,
             ),
         )
+
+
+def _split_plot(
+    space: FactorSpace,
+    terms: ModelTerms,
+    x: np.ndarray,
+    y: np.ndarray,
+    whole_plots: Sequence[int | None] | None,
+) -> SplitPlotFit | None:
+    """The mixed-model fit when the runs came in whole plots; None: ordinary least squares."""
+    plots = [p for p in whole_plots or () if p is not None]
+    if len(plots) != len(y) or len(set(plots)) < 2:
+        return None
+    return fit_split_plot(y, x, terms.names, plots, hard_to_change_terms(space, terms))
 
 
 def _two_level(space: FactorSpace, observed: list[Config]) -> tuple[list[int], list[int]] | None:

@@ -90,3 +90,26 @@ def test_centre_points_in_a_two_level_design_give_a_curvature_test():
     values = [39.3, 40.9, 40.0, 41.5, 40.3, 40.5, 40.7, 40.2]
     analysis = fit(factors, configs, values, model="interaction")
     assert analysis.curvature is not None and analysis.curvature.pure_error_df == 3
+
+
+def test_runs_in_whole_plots_are_also_fitted_as_a_split_plot():
+    factors = FactorSpace.from_dicts(
+        [
+            {"name": "nodes", "kind": "integer", "low": 1, "high": 5, "hard_to_change": True},
+            {"name": "threads", "kind": "continuous", "low": -1, "high": 1},
+        ]
+    )
+    rng = np.random.default_rng(7)
+    configs, values, plots = [], [], []
+    for plot, nodes in enumerate([1, 3, 5, 1, 3, 5], start=1):
+        shift = rng.normal(0, 3)  # the whole plot's own error: the cluster as built that time
+        for threads in (-1.0, 0.0, 1.0):
+            configs.append({"nodes": nodes, "threads": threads})
+            values.append(100 - 4 * (nodes - 3) + 6 * threads + shift + rng.normal(0, 1))
+            plots.append(plot)
+    analysis = fit(factors, configs, values, model="linear", whole_plots=plots)
+    split = analysis.split_plot
+    assert split is not None and split.n_whole_plots == 6
+    strata = {e.name: e.stratum for e in split.effects}
+    assert strata["nodes"] == "whole-plot" and strata["threads"] == "sub-plot"
+    assert fit(factors, configs, values, model="linear").split_plot is None
