@@ -492,7 +492,7 @@ def _optimum(
         goal=goal,
         bounds=bounds,
         constraints=constraints,
-        starts=observed,
+        starts=_best_observed(observed, results, goal),
         region=region.contains,
     )
     config = search.config
@@ -513,6 +513,15 @@ def _optimum(
         neighbours_checked=search.neighbours_checked,
         limits_met={b.text: search.predictions[b.response] for b in bounds},
     )
+
+
+def _best_observed(
+    observed: list[Config], results: RegressionResults, goal: str, count: int = 5
+) -> list[Config]:
+    """The runs with the best fitted values: where a coordinate search should start."""
+    fitted = np.asarray(results.fittedvalues, dtype=float)
+    order = np.argsort(-fitted if goal == "maximize" else fitted)
+    return [observed[i] for i in order[:count]]
 
 
 def _predictor(terms: ModelTerms, results: RegressionResults) -> Predictor:

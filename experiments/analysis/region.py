@@ -4,7 +4,8 @@ A designed experiment fills its box (every corner is a run, or inside the hull o
 the whole box is the region. Observations taken elsewhere often do not: the published Galera
 study never ran one node with many connections, and a quadratic surface extrapolated there
 promises throughput nobody measured. There the region is the convex hull of the observed points
-in coded units (numeric factors only; categorical levels are not a geometry).
+in coded units (numeric factors only; categorical levels are not a geometry), for up to
+MAX_HULL_DIMENSIONS numeric factors.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from scipy.spatial import Delaunay, QhullError
 
 from experiments.factors import Config, FactorSpace
 
+MAX_HULL_DIMENSIONS = 4
 # Points this close outside the hull (coded units) still count as inside: rounding to integers.
 _TOLERANCE = 1e-9
 
@@ -32,8 +34,10 @@ class DataRegion:
         self._hull = self._hull_if_sparse(points)
 
     def _hull_if_sparse(self, points: np.ndarray) -> Delaunay | None:
-        # Qhull needs two dimensions: with one numeric factor the box is the region.
-        if points.shape[1] < 2 or points.shape[0] <= points.shape[1]:
+        # Qhull needs two dimensions: with one numeric factor the box is the region. Beyond
+        # MAX_HULL_DIMENSIONS its triangulation costs seconds; there the box is the region too.
+        dimensions = points.shape[1]
+        if not 2 <= dimensions <= MAX_HULL_DIMENSIONS or points.shape[0] <= dimensions:
             return None
         try:
             hull = Delaunay(points)
