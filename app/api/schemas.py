@@ -76,12 +76,28 @@ class ResponseBoundIn(Strict):
     max: float | None = Field(default=None, examples=[50])
 
 
+class DesirabilityIn(Strict):
+    """One response of a Derringer-Suich desirability objective: 0 outside low..high, 1 at its
+    best (high for maximize, low for minimize, `target` for target), `weight` the curve's
+    exponent and `importance` its weight in the overall geometric mean."""
+
+    response: str = Field(max_length=64, examples=["tps"])
+    goal: Literal["maximize", "minimize", "target"] = "maximize"
+    low: float
+    high: float
+    target: float | None = None
+    weight: float = 1.0
+    importance: float = 1.0
+
+
 class ObjectiveIn(Strict):
-    """The response to optimize, in which direction, and limits on other responses."""
+    """The response to optimize, in which direction, limits on other responses, and optionally
+    several responses combined by desirability (the optimum then maximizes it)."""
 
     response: str = Field(max_length=64, examples=["tps"])
     goal: Literal["maximize", "minimize"] = "maximize"
     constraints: list[ResponseBoundIn] = Field(default_factory=list, max_length=10)
+    desirability: list[DesirabilityIn] = Field(default_factory=list, max_length=10)
 
 
 class ExperimentIn(Strict):

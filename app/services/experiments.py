@@ -17,11 +17,13 @@ from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments import analysis
+from experiments.analysis.optimize import check_desirability
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
 
 GOALS = ("maximize", "minimize")
+DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
 MIN_TRIALS_TO_FIT = 2
 MAX_OBSERVATIONS = 1000
 
@@ -291,7 +293,8 @@ async def analyze(
         target.check_response(name, "response")
     trials = await repositories.list_trials(session, experiment_id)
     bounds = experiment.objective.get("constraints") or []
-    needed = [name, *(bound["response"] for bound in bounds)]
+    goals = experiment.objective.get("desirability") or []
+    needed = [name, *(bound["response"] for bound in bounds), *(g["response"] for g in goals)]
     used = [
         t
         for t in trials
@@ -323,6 +326,13 @@ async def analyze(
                 max=bound["max"],
             )
             for bound in bounds
+        ],
+        desirability=[
+            analysis.ResponseGoal(
+                values=[_value(t, g["response"]) for t in used],  # type: ignore[misc]
+                **g,
+            )
+            for g in goals
         ],
     )
     return AnalysisReport(
@@ -362,7 +372,27 @@ def _check_objective(objective: Mapping[str, Any], target: TargetSpec) -> dict[s
         if low is not None and high is not None and low > high:
             raise DomainError(f"{where}.max", "must not be below min")
         bounds.append({"response": name, "min": low, "max": high})
-    return {"response": response, "goal": goal, "constraints": bounds}
+    goals = []
+    for i, item in enumerate(objective.get("desirability") or []):
+        where = f"objective.desirability.{i}"
+        name = item.get("response")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise DomainError(f"{where}.response", "must be a response name")
+        target.check_response(name, f"{where}.response")
+        if name in (g["response"] for g in goals):
+            raise DomainError(f"{where}.response", f"'{name}' has a goal already")
+        try:
+            check_desirability(
+                item.get("goal", "maximize"),
+                item.get("low"),  # type: ignore[arg-type]
+                item.get("high"),  # type: ignore[arg-type]
+                item.get("target"),
+                item.get("weight", 1.0),
+            )
+        except DomainError as error:
+            raise DomainError(where, error.rule) from None
+        goals.append({k: item.get(k) for k in DESIRABILITY_FIELDS} | {"response": name})
+    return {"response": response, "goal": goal, "constraints": bounds, "desirability": goals}
 
 
 def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dict[str, Any]:

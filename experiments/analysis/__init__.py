@@ -11,6 +11,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -19,10 +20,12 @@ from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.explain import Explanation, explain
 from experiments.analysis.optimize import (
+    DesirabilityGoal,
     Predictor,
     ResponseBound,
     best_configuration,
     candidate_values,
+    most_desirable,
 )
 from experiments.analysis.region import DataRegion
 from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot, hard_to_change_terms
@@ -67,6 +70,7 @@ __all__ = [
     "Analysis",
     "FactorEffect",
     "Optimum",
+    "ResponseGoal",
     "ResponseLimit",
     "Term",
     "fit",
@@ -75,6 +79,20 @@ __all__ = [
 MODELS: tuple[str, ...] = MODEL_ORDERS
 GOALS: tuple[str, ...] = ("maximize", "minimize")
 CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class ResponseGoal:
+    """One response of a Derringer-Suich desirability objective, with its measurements."""
+
+    response: str
+    values: Sequence[float]
+    goal: str
+    low: float
+    high: float
+    target: float | None = None
+    weight: float = 1.0
+    importance: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -125,9 +143,10 @@ class Optimum:
 
     Integer factors searched on a coarse grid are checked against their ±1 neighbours
     (`neighbours_checked`); `limits_met` gives each limit on another response with that
-    response's prediction at the optimum. `region` says where it was searched: the factor
-    ranges, or, when the runs do not fill them (observations taken elsewhere), the convex hull
-    of the runs, so the optimum is never an
+    response's prediction at the optimum; `desirability` the overall and per-response
+    desirabilities when the objective combines responses. `region` says where it was searched:
+    the factor ranges, or, when the runs do not fill them (observations taken elsewhere), the
+    convex hull of the runs, so the optimum is never an
     extrapolation. `search` is "lattice" when every candidate point was predicted, or
     "coordinate" when the lattice was too large and coordinate-wise searches from each observed
     configuration were taken.
@@ -144,6 +163,7 @@ class Optimum:
     region: str
     neighbours_checked: bool
     limits_met: dict[str, float]
+    desirability: dict[str, float] | None
 
 
 @dataclass(frozen=True)
@@ -226,6 +246,7 @@ def fit(
     response: str = "the response",
     limits: Sequence[ResponseLimit] = (),
     whole_plots: Sequence[int | None] | None = None,
+    desirability: Sequence[ResponseGoal] = (),
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
@@ -235,7 +256,8 @@ def fit(
     containing it stays. `labels` name the runs in the diagnostics (default "run i"). ANOVA sums
     of squares are type II. With `whole_plots` (the whole plot of each run, from a split-plot run
     order) the model is also fitted as a mixed model with a random whole-plot effect (REML), so
-    hard-to-change factors are tested against the whole-plot error.
+    hard-to-change factors are tested against the whole-plot error. With `desirability` the
+    optimum maximizes the overall Derringer-Suich desirability of those responses instead.
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels and the factor constraints.
@@ -288,7 +310,7 @@ def fit(
             _effect(space, terms, results, i) for i, f in enumerate(space.factors) if columns_of(f)
         ]
         ranked = sorted(effects, key=lambda e: -abs(e.effect))
-        best = _optimum(space, terms, results, goal, observed, constraints, limits, x)
+        best = _optimum(space, terms, results, goal, observed, constraints, limits, x, desirability)
         statistics = fit_statistics(results, x, y)
         misfit = lack_of_fit([tuple(c[n] for n in space.names) for c in observed], y, results)
         return Analysis(
@@ -472,6 +494,7 @@ def _optimum(
     constraints: Sequence[Constraint],
     limits: Sequence[ResponseLimit],
     x: np.ndarray,
+    desirability: Sequence[ResponseGoal],
 ) -> Optimum:
     region = DataRegion(space, observed)
     bounds = [
@@ -485,16 +508,32 @@ def _optimum(
         for operator, value in (("<=", limit.max), (">=", limit.min))
         if value is not None
     ]
-    search = best_configuration(
-        space,
-        candidate_values(space, observed),
-        _predictor(terms, results),
-        goal=goal,
-        bounds=bounds,
-        constraints=constraints,
-        starts=_best_observed(observed, results, goal),
-        region=region.contains,
-    )
+    common: dict[str, Any] = {
+        "bounds": bounds,
+        "constraints": constraints,
+        "starts": _best_observed(observed, results, goal),
+        "region": region.contains,
+    }
+    candidates = candidate_values(space, observed)
+    if desirability:
+        goals = [
+            DesirabilityGoal(
+                response=g.response,
+                predict=_predictor(terms, sm.OLS(np.asarray(g.values, dtype=float), x).fit()),
+                goal=g.goal,
+                low=g.low,
+                high=g.high,
+                target=g.target,
+                weight=g.weight,
+                importance=g.importance,
+            )
+            for g in desirability
+        ]
+        search = most_desirable(space, candidates, goals, **common)
+    else:
+        search = best_configuration(
+            space, candidates, _predictor(terms, results), goal=goal, **common
+        )
     config = search.config
     mains = main_columns(space, [config])
     frame = results.get_prediction(terms.matrix(mains)).summary_frame(alpha=1.0 - CONFIDENCE)
@@ -512,6 +551,7 @@ def _optimum(
         region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
         neighbours_checked=search.neighbours_checked,
         limits_met={b.text: search.predictions[b.response] for b in bounds},
+        desirability=({"overall": search.score, **search.desirabilities} if desirability else None),
     )
 
 

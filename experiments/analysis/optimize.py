@@ -111,7 +111,7 @@ class DesirabilityGoal:
     importance: float = 1.0
 
     def __post_init__(self) -> None:
-        _check_desirability(
+        check_desirability(
             self.goal, self.low, self.high, self.target, self.weight, self.weight_high
         )
         if not (_finite(self.importance) and self.importance > 0):
@@ -168,7 +168,7 @@ def desirability(
     target: ``((y - low) / (target - low)) ** weight`` from `low` to `target`,
     ``((high - y) / (high - target)) ** weight_high`` from `target` to `high`, 0 outside.
     """
-    _check_desirability(goal, low, high, target, weight, weight_high)
+    check_desirability(goal, low, high, target, weight, weight_high)
     y = np.asarray(value, dtype=float)
     if goal == "maximize":
         d = np.clip((y - low) / (high - low), 0.0, 1.0) ** weight
@@ -280,6 +280,7 @@ def most_desirable(
     bounds: Sequence[ResponseBound] = (),
     constraints: Sequence[Constraint] = (),
     starts: Sequence[Mapping[str, Value]] = (),
+    region: Region | None = None,
 ) -> OptimumSearch:
     """The candidate configuration of highest overall desirability (Derringer & Suich), among
     those meeting the factor `constraints` and every bound on another response.
@@ -298,7 +299,7 @@ def most_desirable(
         d = np.column_stack([g.of(_predicted(g.predict, mains)) for g in goals])
         return np.asarray(overall_desirability(d, importances))
 
-    problem = _Problem(space, candidates, objective, bounds, constraints)
+    problem = _Problem(space, candidates, objective, bounds, constraints, region)
     best, search, moves, checked = problem.solve(starts)
     mains = problem.mains_of([best])
     predictions = {g.response: float(_predicted(g.predict, mains)[0]) for g in goals}
@@ -572,14 +573,15 @@ def _checked_candidates(
     return checked
 
 
-def _check_desirability(
+def check_desirability(
     goal: str,
     low: float,
     high: float,
     target: float | None,
     weight: float,
-    weight_high: float | None,
+    weight_high: float | None = None,
 ) -> None:
+    """Raise DomainError unless these settings define a desirability curve."""
     if goal not in DESIRABILITY_GOALS:
         raise DomainError("objective.desirability", f"goal must be one of {DESIRABILITY_GOALS}")
     if not (_finite(low) and _finite(high) and low < high):

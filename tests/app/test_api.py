@@ -383,3 +383,43 @@ async def test_the_optimum_respects_limits_on_other_responses(api):
     )
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["loc"][1:] == ["objective", "constraints", 0, "response"]
+
+
+async def test_several_responses_are_combined_by_desirability(api):
+    factors = [{"name": "threads", "kind": "integer", "low": 1, "high": 64}]
+    objective = {
+        "response": "tps",
+        "desirability": [
+            {"response": "tps", "goal": "maximize", "low": 100, "high": 700},
+            {"response": "latency_p95_ms", "goal": "minimize", "low": 5, "high": 60},
+        ],
+    }
+    created = await create(
+        api,
+        {"name": "two goals", "target": "manual", "factors": factors, "design": None,
+         "objective": objective},
+    )  # fmt: skip
+    observations = [
+        {
+            "config": {"threads": t},
+            "responses": {"tps": 100 + 20 * t - 0.2 * t * t, "latency_p95_ms": 5 + 0.9 * t},
+        }
+        for t in (1, 8, 16, 24, 32, 48, 64)
+    ]
+    await api.post(f"/experiments/{created['id']}/observations", json=observations)
+    body = (
+        await api.get(f"/experiments/{created['id']}/analysis", params={"model": "quadratic"})
+    ).json()
+    optimum = body["optimum"]
+    # Throughput alone would want 50 threads; latency pulls the compromise well below.
+    assert 5 < optimum["config"]["threads"] < 45, optimum
+    assert 0 < optimum["desirability"]["overall"] <= 1
+    assert set(optimum["desirability"]) == {"overall", "tps", "latency_p95_ms"}
+    bad = {**objective, "desirability": [{"response": "tps", "low": 9, "high": 1}]}
+    response = await api.post(
+        "/experiments",
+        json={"name": "bad", "target": "manual", "factors": factors, "design": None,
+              "objective": bad},
+    )  # fmt: skip
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][1:] == ["objective", "desirability", 0]
