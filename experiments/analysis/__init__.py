@@ -44,6 +44,7 @@ from experiments.analysis.statistics import (
     fit_statistics,
     lack_of_fit,
     lenth,
+    term_label,
 )
 from experiments.analysis.surface import (
     Canonical,
@@ -121,16 +122,21 @@ class Term:
 
 @dataclass(frozen=True)
 class FactorEffect:
-    """Predicted change of the response from `low` to `high` of one factor, others at the centre.
+    """How much one factor matters.
 
+    `effect` is the predicted change from `low` to `high` with the other factors at the centre
+    (the textbook effect); `change_at_optimum` the same change with the others at the optimum.
     For a numeric factor `low` and `high` are the ends of its range; for a categorical factor
-    they are the two levels whose predictions differ most (in level order). The p-value tests
-    every term that contains the factor at once; `direction` is "increases", "decreases" or
-    "none".
+    the two levels whose predictions differ most (in level order). `share_of_ss` is the percent
+    of the total sum of squares explained by all terms that contain the factor (type II), the
+    ranking key. The p-value tests every term that contains the factor at once; `direction`
+    ("increases", "decreases" or "none") is that of the change at the optimum.
     """
 
     factor: str
     effect: float
+    change_at_optimum: float
+    share_of_ss: float | None
     p_value: float | None
     direction: str
     low: Value
@@ -306,11 +312,15 @@ def fit(
             )
             for j, name in enumerate(terms.names)
         ]
-        effects = [
-            _effect(space, terms, results, i) for i, f in enumerate(space.factors) if columns_of(f)
-        ]
-        ranked = sorted(effects, key=lambda e: -abs(e.effect))
         best = _optimum(space, terms, results, goal, observed, constraints, limits, x, desirability)
+        table = anova(results, x, terms.names, terms.factors)
+        at_optimum = main_columns(space, [best.config])[0]
+        effects = [
+            _effect(space, terms, results, i, at_optimum, _share(table, terms, i))
+            for i, f in enumerate(space.factors)
+            if columns_of(f)
+        ]
+        ranked = sorted(effects, key=lambda e: (-(e.share_of_ss or 0.0), -abs(e.effect)))
         statistics = fit_statistics(results, x, y)
         misfit = lack_of_fit([tuple(c[n] for n in space.names) for c in observed], y, results)
         return Analysis(
@@ -325,7 +335,7 @@ def fit(
             ranked_factors=ranked,
             optimum=best,
             selection=selection,
-            anova=anova(results, x, terms.names, terms.factors),
+            anova=table,
             fit=statistics,
             lack_of_fit=misfit,
             curvature=_curvature(space, observed, y),
@@ -455,7 +465,12 @@ def _centre_mains(space: FactorSpace) -> np.ndarray:
 
 
 def _effect(
-    space: FactorSpace, terms: ModelTerms, results: RegressionResults, index: int
+    space: FactorSpace,
+    terms: ModelTerms,
+    results: RegressionResults,
+    index: int,
+    at_optimum: np.ndarray,
+    share: float | None,
 ) -> FactorEffect:
     factor = space.factors[index]
     settings: list[Value]
@@ -465,24 +480,43 @@ def _effect(
         settings = list(factor.levels or ())
     block = factor_columns(factor, settings)
     start = sum(columns_of(f) for f in space.factors[:index])
-    rows = np.tile(_centre_mains(space), (len(settings), 1))
-    rows[:, start : start + block.shape[1]] = block
-    predicted = terms.matrix(rows) @ results.params
+
+    def predicted(base: np.ndarray) -> np.ndarray:
+        rows = np.tile(base, (len(settings), 1))
+        rows[:, start : start + block.shape[1]] = block
+        return np.asarray(terms.matrix(rows) @ results.params)
+
+    centre = predicted(_centre_mains(space))
     low, high = max(
         itertools.combinations(range(len(settings)), 2),
-        key=lambda pair: abs(predicted[pair[1]] - predicted[pair[0]]),
+        key=lambda pair: abs(centre[pair[1]] - centre[pair[0]]),
     )
-    effect = float(predicted[high] - predicted[low])
+    optimum = predicted(at_optimum)
+    change = float(optimum[high] - optimum[low])
     involved = [j for j, factors in enumerate(terms.factors) if index in factors]
     p_value = results.f_test(np.eye(len(terms.names))[involved]).pvalue
     return FactorEffect(
         factor=factor.name,
-        effect=effect,
+        effect=float(centre[high] - centre[low]),
+        change_at_optimum=change,
+        share_of_ss=share,
         p_value=_num(p_value),
-        direction="increases" if effect > 0 else "decreases" if effect < 0 else "none",
+        direction="increases" if change > 0 else "decreases" if change < 0 else "none",
         low=settings[low],
         high=settings[high],
     )
+
+
+def _share(table: Sequence[AnovaRow], terms: ModelTerms, index: int) -> float | None:
+    """Percent of the total sum of squares from the terms that contain factor `index`."""
+    containing = {
+        term_label(name) for name, factors in zip(terms.names, terms.factors, strict=True)
+        if index in factors
+    }  # fmt: skip
+    shares = [row.percent for row in table if row.kind == "term" and row.source in containing]
+    if not shares or any(share is None for share in shares):
+        return None
+    return float(sum(shares))  # type: ignore[arg-type]
 
 
 def _optimum(

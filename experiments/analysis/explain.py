@@ -14,7 +14,7 @@ MIN_PREDICTED_R_SQUARED = 0.3
 
 class _Effect(Protocol):
     factor: str
-    effect: float
+    change_at_optimum: float
     p_value: float | None
     low: Any
     high: Any
@@ -56,10 +56,11 @@ def explain(
     significant = [e for e in effects if e.p_value is not None and e.p_value < ALPHA]
     for rank, effect in enumerate(significant[:3]):
         lead = f"{_label(effect.factor)} matters most" if rank == 0 else f"Next, {effect.factor}"
-        direction = "raises" if effect.effect > 0 else "lowers"
+        direction = "raises" if effect.change_at_optimum > 0 else "lowers"
         sentences.append(
             f"{lead}: going from {_value(effect.low)} to {_value(effect.high)} {direction} "
-            f"{response} by about {abs(effect.effect):.3g} ({_p(effect.p_value)})."
+            f"{response} by about {abs(effect.change_at_optimum):.3g} at the best settings of "
+            f"the others ({_p(effect.p_value)})."
         )
     quiet = [e.factor for e in effects if e not in significant]
     if quiet:

@@ -113,3 +113,17 @@ def test_runs_in_whole_plots_are_also_fitted_as_a_split_plot():
     strata = {e.name: e.stratum for e in split.effects}
     assert strata["nodes"] == "whole-plot" and strata["threads"] == "sub-plot"
     assert fit(factors, configs, values, model="linear").split_plot is None
+
+
+def test_factors_are_ranked_by_their_share_of_the_sum_of_squares():
+    analysis = fit(CODED_2_4, yates("ABCD"), FILTRATION, model="interaction")
+    by_factor = {e.factor: e for e in analysis.ranked_factors}
+    total = sum((y - np.mean(FILTRATION)) ** 2 for y in FILTRATION)
+    # A's terms in the 2FI model: A, AB, AC, AD; each SS = 16 (effect / 2)^2 (Montgomery 6.2).
+    expected = 100 * 16 * sum((e / 2) ** 2 for e in (21.625, 0.125, -18.125, 16.625)) / total
+    assert by_factor["A"].share_of_ss == pytest.approx(expected)
+    assert analysis.ranked_factors[0].factor == "A"
+    shares = [e.share_of_ss for e in analysis.ranked_factors]
+    assert shares == sorted(shares, reverse=True)
+    # At the optimum (A high, C low, D high) raising C lowers the rate: the AC interaction.
+    assert by_factor["C"].change_at_optimum < 0 < by_factor["C"].effect
