@@ -3,18 +3,24 @@
 Run `python benchmarks/analysis_fit.py`. 200 trials of a 6-factor space (nodes, clients and
 threads as integers, three continuous server settings) measured on the simulated cluster's
 surface with noise; the quadratic model with a limit on latency. The baseline, measured in the
-same run, is the bare statsmodels OLS fit of the same model matrix.
+same run, is the bare statsmodels OLS fit of the same model matrix. Then the same trials are
+imported into a `manual` experiment of a running service (API and worker as child processes,
+Redis on 127.0.0.1) and `GET /experiments/{id}/analysis` is timed over HTTP.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import statsmodels.api as sm
 from rich.console import Console
 from rich.table import Table
 
+from app.processes import running_service
 from experiments.analysis import ResponseLimit, fit
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace
@@ -67,6 +73,7 @@ def main() -> None:
         5,
         lambda: fit(SPACE, configs, tps, model="quadratic", constraints=constraints, limits=limits),
     )
+    http = _http_p95(configs, tps, latency)
     table = Table(title="Analysis of 200 trials, 6 factors, quadratic model (best of 5)")
     for column in ("step", "ms", "ratio", "limit ms"):
         table.add_column(column, justify="left" if column == "step" else "right")
@@ -77,7 +84,46 @@ def main() -> None:
         f"{full / baseline:.0f}",
         "300",
     )
+    table.add_row("GET /experiments/{id}/analysis over HTTP, p95 of 20", f"{http * 1e3:.1f}",
+                  f"{http / baseline:.0f}", "500")  # fmt: skip
     Console().print(table)
+
+
+def _http_p95(configs: list[dict], tps: list[float], latency: list[float]) -> float:
+    """p95 latency of the analysis endpoint on the same trials, in seconds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = os.environ | {
+            "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{Path(tmp) / 'bench.sqlite3'}",
+            "GALERA_DOE_BROKER_URL": "redis://127.0.0.1:6379/12",
+        }
+        with running_service(env, Path(tmp), loglevel="WARNING") as service:
+            client = service.client
+            created = client.create_experiment(
+                {
+                    "name": "analysis benchmark",
+                    "target": "manual",
+                    "factors": SPACE.to_dicts(),
+                    "design": None,
+                    "constraints": ["clients * threads_per_client <= 256"],
+                    "objective": {
+                        "response": "tps",
+                        "constraints": [{"response": "latency_p95_ms", "max": 30}],
+                    },
+                }
+            )
+            client.record_observations(
+                created["id"],
+                [
+                    {"config": c, "responses": {"tps": t, "latency_p95_ms": lat}}
+                    for c, t, lat in zip(configs, tps, latency, strict=True)
+                ],
+            )
+            times = []
+            for _ in range(20):
+                started = time.perf_counter()
+                client.analysis(created["id"], model="quadratic")
+                times.append(time.perf_counter() - started)
+    return float(np.percentile(times, 95))
 
 
 if __name__ == "__main__":
