@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.stats
 import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
@@ -195,7 +196,7 @@ class Analysis:
     diagnostics: Diagnostics
     box_cox: BoxCox | None
     canonical: Canonical | None
-    natural_coefficients: dict[str, float]
+    natural_terms: list[Term]
     split_plot: SplitPlotFit | None
     explanation: Explanation
 
@@ -343,7 +344,7 @@ def fit(
             diagnostics=diagnostics(results, labels),
             box_cox=box_cox(y, x),
             canonical=canonical(results.params, terms.names, space),
-            natural_coefficients=natural_coefficients(results.params, terms.names, space),
+            natural_terms=_natural_terms(results, terms.names, space),
             split_plot=_split_plot(space, terms, x, y, whole_plots),
             explanation=explain(
                 response=response,
@@ -587,6 +588,35 @@ def _optimum(
         limits_met={b.text: search.predictions[b.response] for b in bounds},
         desirability=({"overall": search.score, **search.desirabilities} if desirability else None),
     )
+
+
+def _natural_terms(results: RegressionResults, names: list[str], space: FactorSpace) -> list[Term]:
+    """The coefficients rewritten in natural units (a log2 factor as log2 of its value), with
+    SE, t, p and CI carried through the linear map from coded to natural coefficients."""
+    params = np.asarray(results.params, dtype=float)
+    natural = natural_coefficients(params, names, space)
+    # The rewrite is linear in the coded coefficients: its matrix, one basis vector at a time.
+    basis = [natural_coefficients(np.eye(len(params))[j], names, space) for j in range(len(params))]
+    keys = list(natural)
+    transform = np.array([[column[key] for column in basis] for key in keys])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        covariance = transform @ np.asarray(results.cov_params()) @ transform.T
+        errors = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+        t = np.array([natural[k] for k in keys]) / errors
+    df = results.df_resid
+    quantile = scipy.stats.t.ppf(0.5 + CONFIDENCE / 2, df) if df > 0 else math.nan
+    return [
+        Term(
+            name=key,
+            coefficient=float(natural[key]),
+            std_error=_num(errors[i]),
+            t=_num(t[i]),
+            p_value=_num(2 * scipy.stats.t.sf(abs(t[i]), df)) if df > 0 else None,
+            ci_low=_num(natural[key] - quantile * errors[i]),
+            ci_high=_num(natural[key] + quantile * errors[i]),
+        )
+        for i, key in enumerate(keys)
+    ]
 
 
 def _best_observed(

@@ -127,3 +127,29 @@ def test_factors_are_ranked_by_their_share_of_the_sum_of_squares():
     assert shares == sorted(shares, reverse=True)
     # At the optimum (A high, C low, D high) raising C lowers the rate: the AC interaction.
     assert by_factor["C"].change_at_optimum < 0 < by_factor["C"].effect
+
+
+def test_natural_coefficients_carry_their_uncertainty():
+    # Montgomery DAE §6.2 (yield, 2^2, 3 replicates): in natural units
+    # y = 18.33 + 0.8333 Conc - 5.00 Catalyst. A t test of a coefficient does not depend on
+    # its units, so each main effect's t equals the coded one.
+    factors = FactorSpace.from_dicts(
+        [
+            {"name": "conc", "kind": "continuous", "low": 15, "high": 25},
+            {"name": "catalyst", "kind": "continuous", "low": 1, "high": 2},
+        ]
+    )
+    runs = [(15, 1, 28), (25, 1, 36), (15, 2, 18), (25, 2, 31)]
+    replicates = {(15, 1): [28, 25, 27], (25, 1): [36, 32, 32], (15, 2): [18, 19, 23],
+                  (25, 2): [31, 30, 29]}  # fmt: skip
+    configs = [{"conc": c, "catalyst": k} for c, k, _ in runs for _ in range(3)]
+    values = [y for c, k, _ in runs for y in replicates[(c, k)]]
+    analysis = fit(factors, configs, values, model="linear")
+    natural = {t.name: t for t in analysis.natural_terms}
+    coded = {t.name: t for t in analysis.terms}
+    assert natural["Intercept"].coefficient == pytest.approx(18.33, abs=0.005)
+    assert natural["conc"].coefficient == pytest.approx(0.8333, abs=5e-5)
+    assert natural["catalyst"].coefficient == pytest.approx(-5.00, abs=0.005)
+    for name in ("conc", "catalyst"):
+        assert natural[name].t == pytest.approx(coded[name].t)
+        assert natural[name].ci_low < natural[name].coefficient < natural[name].ci_high
