@@ -20,6 +20,7 @@ import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.explain import Explanation, explain
+from experiments.analysis.numbers import finite_or_none
 from experiments.analysis.optimize import (
     DesirabilityGoal,
     Predictor,
@@ -305,11 +306,11 @@ def fit(
             Term(
                 name=name,
                 coefficient=float(results.params[j]),
-                std_error=_num(results.bse[j]),
-                t=_num(results.tvalues[j]),
-                p_value=_num(results.pvalues[j]),
-                ci_low=_num(intervals[j, 0]),
-                ci_high=_num(intervals[j, 1]),
+                std_error=finite_or_none(results.bse[j]),
+                t=finite_or_none(results.tvalues[j]),
+                p_value=finite_or_none(results.pvalues[j]),
+                ci_low=finite_or_none(intervals[j, 0]),
+                ci_high=finite_or_none(intervals[j, 1]),
             )
             for j, name in enumerate(terms.names)
         ]
@@ -329,9 +330,9 @@ def fit(
             goal=goal,
             n_observations=len(y),
             terms=term_list,
-            r_squared=_num(results.rsquared),
-            adj_r_squared=_num(results.rsquared_adj),
-            rmse=_num(math.sqrt(results.mse_resid)),
+            r_squared=finite_or_none(results.rsquared),
+            adj_r_squared=finite_or_none(results.rsquared_adj),
+            rmse=finite_or_none(math.sqrt(results.mse_resid)),
             residual_df=round(results.df_resid),
             ranked_factors=ranked,
             optimum=best,
@@ -501,7 +502,7 @@ def _effect(
         effect=float(centre[high] - centre[low]),
         change_at_optimum=change,
         share_of_ss=share,
-        p_value=_num(p_value),
+        p_value=finite_or_none(p_value),
         direction="increases" if change > 0 else "decreases" if change < 0 else "none",
         low=settings[low],
         high=settings[high],
@@ -575,10 +576,10 @@ def _optimum(
     return Optimum(
         config=config,
         predicted=float(frame["mean"].iloc[0]),
-        ci_low=_num(frame["mean_ci_lower"].iloc[0]),
-        ci_high=_num(frame["mean_ci_upper"].iloc[0]),
-        pi_low=_num(frame["obs_ci_lower"].iloc[0]),
-        pi_high=_num(frame["obs_ci_upper"].iloc[0]),
+        ci_low=finite_or_none(frame["mean_ci_lower"].iloc[0]),
+        ci_high=finite_or_none(frame["mean_ci_upper"].iloc[0]),
+        pi_low=finite_or_none(frame["obs_ci_lower"].iloc[0]),
+        pi_high=finite_or_none(frame["obs_ci_upper"].iloc[0]),
         on_edge=[
             f.name for f in space.factors if f.is_numeric and float(config[f.name]) in f.bounds
         ],
@@ -609,11 +610,11 @@ def _natural_terms(results: RegressionResults, names: list[str], space: FactorSp
         Term(
             name=key,
             coefficient=float(natural[key]),
-            std_error=_num(errors[i]),
-            t=_num(t[i]),
-            p_value=_num(2 * scipy.stats.t.sf(abs(t[i]), df)) if df > 0 else None,
-            ci_low=_num(natural[key] - quantile * errors[i]),
-            ci_high=_num(natural[key] + quantile * errors[i]),
+            std_error=finite_or_none(errors[i]),
+            t=finite_or_none(t[i]),
+            p_value=finite_or_none(2 * scipy.stats.t.sf(abs(t[i]), df)) if df > 0 else None,
+            ci_low=finite_or_none(natural[key] - quantile * errors[i]),
+            ci_high=finite_or_none(natural[key] + quantile * errors[i]),
         )
         for i, key in enumerate(keys)
     ]
@@ -631,12 +632,6 @@ def _best_observed(
 def _predictor(terms: ModelTerms, results: RegressionResults) -> Predictor:
     params = np.asarray(results.params)
     return lambda mains: terms.matrix(mains) @ params
-
-
-def _num(value: object) -> float | None:
-    """A finite float, or None for a statistic that is undefined (NaN or infinite)."""
-    number = float(np.squeeze(value))  # type: ignore[arg-type]
-    return number if math.isfinite(number) else None
 
 
 def _fmt(value: float | None, spec: str) -> str:

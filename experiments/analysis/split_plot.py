@@ -13,7 +13,6 @@ a whole-plot variance at 0, or no convergence) the fit falls back to OLS with a 
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -22,6 +21,7 @@ import numpy as np
 import scipy.stats
 import statsmodels.api as sm
 
+from experiments.analysis.numbers import finite_or_none
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.terms import ModelTerms
@@ -181,8 +181,8 @@ def _mixed_fit(
     return SplitPlotFit(
         method="REML",
         effects=effects,
-        whole_plot_variance=_num(np.squeeze(result.cov_re)),  # type: ignore[attr-defined]
-        sub_plot_variance=_num(result.scale),  # type: ignore[attr-defined]
+        whole_plot_variance=finite_or_none(np.squeeze(result.cov_re)),  # type: ignore[attr-defined]
+        sub_plot_variance=finite_or_none(result.scale),  # type: ignore[attr-defined]
         whole_plot_terms=[n for n in whole if n != "Intercept"],
         sub_plot_terms=sub,
         n_observations=len(y),
@@ -214,7 +214,7 @@ def _ols_fit(
             )
             for j, name in enumerate(names)
         ]
-        variance = _num(results.mse_resid) if df > 0 else None
+        variance = finite_or_none(results.mse_resid) if df > 0 else None
     return SplitPlotFit(
         method="OLS",
         effects=effects,
@@ -230,21 +230,15 @@ def _ols_fit(
 
 
 def _effect(name: str, coefficient: float, error: float, df: int, stratum: str) -> FixedEffect:
-    se = _num(error)
+    se = finite_or_none(error)
     t = coefficient / se if se else None
     p = float(2 * scipy.stats.t.sf(abs(t), df)) if t is not None and df > 0 else None
     return FixedEffect(
         name=name,
         coefficient=float(coefficient),
         std_error=se,
-        t=_num(t) if t is not None else None,
+        t=finite_or_none(t) if t is not None else None,
         df=df if df > 0 else None,
         p_value=p,
         stratum=stratum,
     )
-
-
-def _num(value: object) -> float | None:
-    """A finite float, or None for a statistic that is undefined (NaN or infinite)."""
-    number = float(np.squeeze(value))  # type: ignore[arg-type]
-    return number if math.isfinite(number) else None

@@ -20,6 +20,7 @@ import scipy.stats
 from statsmodels.regression.linear_model import RegressionResults
 from statsmodels.stats.outliers_influence import OLSInfluence
 
+from experiments.analysis.numbers import finite_or_none
 from experiments.errors import DomainError
 
 __all__ = [
@@ -61,12 +62,6 @@ STUDENTIZED_LIMIT = 3.0
 COOKS_LIMIT = 1.0
 
 
-def _num(value: object) -> float | None:
-    """A finite float, or None for a statistic that is undefined (NaN or infinite)."""
-    number = float(np.squeeze(value))  # type: ignore[arg-type]
-    return number if math.isfinite(number) else None
-
-
 def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator > 0 else None
 
@@ -78,7 +73,7 @@ def _f_test(
     if ms is None or ms_error is None or ms_error <= 0 or df <= 0 or df_error <= 0:
         return None, None
     f = ms / ms_error
-    return _num(f), _num(scipy.stats.f.sf(f, df, df_error))
+    return finite_or_none(f), finite_or_none(scipy.stats.f.sf(f, df, df_error))
 
 
 # --- ANOVA ------------------------------------------------------------------------------------
@@ -553,9 +548,9 @@ def diagnostics(results: RegressionResults, run_labels: Sequence[str]) -> Diagno
         run = RunDiagnostic(
             label=str(label),
             residual=float(residuals[i]),
-            studentized_residual=None if h[i] >= 1 - 1e-10 else _num(studentized[i]),
+            studentized_residual=None if h[i] >= 1 - 1e-10 else finite_or_none(studentized[i]),
             leverage=float(h[i]),
-            cooks_distance=None if h[i] >= 1 - 1e-10 else _num(cooks[i]),
+            cooks_distance=None if h[i] >= 1 - 1e-10 else finite_or_none(cooks[i]),
         )
         runs.append(run)
         reasons = []

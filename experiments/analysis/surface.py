@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import statsmodels.api as sm
 
+from experiments.analysis.numbers import finite_or_none
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
 
@@ -381,7 +382,7 @@ def select_terms(
     dropped: list[str] = []
     if criterion == "aicc":
         current = _aicc(x[:, kept], y)
-        path.append(SelectionStep(None, _finite(current)))
+        path.append(SelectionStep(None, finite_or_none(current)))
     else:
         path.append(SelectionStep(None, None))
     while True:
@@ -401,14 +402,14 @@ def select_terms(
             if not scores[best] < current:
                 break
             current = scores[best]
-            value = _finite(current)
+            value = finite_or_none(current)
         else:
             p_values = _p_values(x[:, kept], y)
             p_of = {j: p_values[kept.index(j)] for j in removable}
             best = max(removable, key=lambda j: -1.0 if math.isnan(p_of[j]) else p_of[j])
             if not p_of[best] > ALPHA:
                 break
-            value = _finite(p_of[best])
+            value = finite_or_none(p_of[best])
         kept.remove(best)
         dropped.append(term_names[best])
         path.append(SelectionStep(term_names[best], value))
@@ -445,7 +446,3 @@ def _aicc(x: np.ndarray, y: np.ndarray) -> float:
 def _p_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(sm.OLS(y, x).fit().pvalues, dtype=float)
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
