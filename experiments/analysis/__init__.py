@@ -199,6 +199,7 @@ class Analysis:
     canonical: Canonical | None
     natural_terms: list[Term]
     split_plot: SplitPlotFit | None
+    method: str
     explanation: Explanation
 
     def as_dict(self) -> dict[str, object]:
@@ -324,6 +325,7 @@ def fit(
         ]
         ranked = sorted(effects, key=lambda e: (-(e.share_of_ss or 0.0), -abs(e.effect)))
         statistics = fit_statistics(results, x, y)
+        split = _split_plot(space, terms, x, y, whole_plots)
         misfit = lack_of_fit([tuple(c[n] for n in space.names) for c in observed], y, results)
         return Analysis(
             model=model,
@@ -346,7 +348,13 @@ def fit(
             box_cox=box_cox(y, x),
             canonical=canonical(results.params, terms.names, space),
             natural_terms=_natural_terms(results, terms.names, space),
-            split_plot=_split_plot(space, terms, x, y, whole_plots),
+            split_plot=split,
+            method=(
+                "ordinary least squares, and a split-plot mixed model (REML, random whole-plot "
+                "effect) because the runs came in whole plots"
+                if split is not None
+                else "ordinary least squares (the runs did not come in whole plots)"
+            ),
             explanation=explain(
                 response=response,
                 effects=ranked,

@@ -112,7 +112,9 @@ def test_runs_in_whole_plots_are_also_fitted_as_a_split_plot():
     assert split is not None and split.n_whole_plots == 6
     strata = {e.name: e.stratum for e in split.effects}
     assert strata["nodes"] == "whole-plot" and strata["threads"] == "sub-plot"
-    assert fit(factors, configs, values, model="linear").split_plot is None
+    assert "split-plot mixed model" in analysis.method
+    ordinary = fit(factors, configs, values, model="linear")
+    assert ordinary.split_plot is None and ordinary.method.startswith("ordinary least squares")
 
 
 def test_factors_are_ranked_by_their_share_of_the_sum_of_squares():
