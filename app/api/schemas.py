@@ -263,3 +263,22 @@ class TargetOut(BaseModel):
     factors: list[str] | None = Field(description="factor names it sets; null: any name")
     accepts_server_variables: bool
     responses: list[str] | None = Field(description="responses it reports; null: any name")
+
+
+class SuggestionsIn(Strict):
+    """How many configurations to suggest, and by which strategy."""
+
+    strategy: Literal["augment", "steepest_ascent", "bayes", "replicate"] = "bayes"
+    count: int = Field(default=1, ge=1, le=20)
+
+
+class SuggestionOut(BaseModel):
+    """A configuration to run next, what the model expects of it, and why it was chosen."""
+
+    config: dict[str, Value]
+    strategy: str
+    point_type: str
+    reason: str
+    predicted: float | None
+    uncertainty: float | None
+    expected_improvement: float | None

@@ -13,9 +13,11 @@ from app.api.schemas import (
     ExperimentOut,
     ExperimentWithTrialsOut,
     ObservationIn,
+    SuggestionOut,
+    SuggestionsIn,
     TrialOut,
 )
-from app.services import experiments
+from app.services import experiments, suggestions
 from app.services.experiments import ExperimentDetail, NewExperiment
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -138,3 +140,14 @@ async def analyze_experiment(
         trials_failed=report.trials_failed,
         **report.result,
     )
+
+
+@router.post("/{experiment_id}/suggestions")
+async def suggest_next(
+    experiment_id: ExperimentId, body: SuggestionsIn, session: SessionDep
+) -> list[SuggestionOut]:
+    """Configurations to run next, with predictions and reasons; nothing is stored or run."""
+    found = await suggestions.get_suggestions(
+        session, experiment_id=experiment_id, strategy=body.strategy, count=body.count
+    )
+    return [SuggestionOut.model_validate(s.as_dict()) for s in found]

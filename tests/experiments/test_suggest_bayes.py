@@ -1,0 +1,240 @@
+"""Bayesian optimization: closed loops on toy responses with a known optimum, validity of every
+suggestion (ranges, integers, levels, constraints), batches, categories and speed."""
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from experiments.constraints import parse_constraints
+from experiments.errors import DomainError
+from experiments.factors import FactorSpace
+from experiments.suggest.bayes import bayes
+
+
+def space(*factors: dict) -> FactorSpace:
+    return FactorSpace.from_dicts(factors)
+
+
+NODES_THREADS = space(
+    {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+    {"name": "threads", "kind": "integer", "low": 1, "high": 64, "scale": "log2"},
+)
+CORNERS = [
+    {"nodes": 1, "threads": 1},
+    {"nodes": 9, "threads": 1},
+    {"nodes": 1, "threads": 64},
+    {"nodes": 9, "threads": 64},
+    {"nodes": 5, "threads": 8},
+]
+
+
+def bowl(config: dict) -> float:
+    """Throughput peaking at exactly 6 nodes and 23 threads."""
+    return 1000.0 - 10.0 * (config["nodes"] - 6) ** 2 - 0.5 * (config["threads"] - 23) ** 2
+
+
+def run_loop(sp, start, response, steps, **options):
+    configs, values = list(start), [response(c) for c in start]
+    for _ in range(steps):
+        (suggestion,) = bayes(sp, configs, values, **options)
+        configs.append(suggestion.config)
+        values.append(response(suggestion.config))
+    return configs, values
+
+
+def test_closed_loop_finds_the_exact_integer_optimum():
+    configs, values = run_loop(NODES_THREADS, CORNERS, bowl, 15, seed=0)
+    assert {"nodes": 6, "threads": 23} in configs
+    assert max(values) == 1000.0
+
+
+def test_minimize_finds_the_exact_integer_minimum():
+    latency = lambda c: -bowl(c) + 2000.0  # noqa: E731 - lowest, 1000, at 6 nodes x 23 threads
+    configs, values = run_loop(NODES_THREADS, CORNERS, latency, 15, goal="minimize", seed=0)
+    assert {"nodes": 6, "threads": 23} in configs
+    assert min(values) == 1000.0
+
+
+def test_suggestion_fields_and_reason():
+    values = [bowl(c) for c in CORNERS]
+    (s,) = bayes(NODES_THREADS, CORNERS, values)
+    assert s.strategy == "bayes" and s.point_type == "bayes"
+    assert s.predicted is not None and s.uncertainty is not None and s.uncertainty >= 0
+    assert s.expected_improvement is not None and s.expected_improvement > 0
+    assert s.reason.startswith("Expected improvement of ")
+    assert f"({max(values):g})" in s.reason and "nodes=" in s.reason
+    assert s.reason.endswith(".")
+
+
+def test_batch_of_three_gives_distinct_unrun_points():
+    values = [bowl(c) for c in CORNERS]
+    batch = bayes(NODES_THREADS, CORNERS, values, count=3)
+    assert len(batch) == 3
+    keys = {tuple(s.config.values()) for s in batch}
+    assert len(keys) == 3
+    assert not keys & {tuple(c.values()) for c in CORNERS}
+    assert "earlier suggestions of this batch" in batch[1].reason
+    assert "earlier suggestions" not in batch[0].reason
+
+
+def test_suggestions_are_valid_and_meet_constraints_on_a_mixed_space():
+    sp = space(
+        {"name": "nodes", "kind": "integer", "low": 3, "high": 9},
+        {"name": "threads", "kind": "integer", "low": 1, "high": 128, "scale": "log2"},
+        {"name": "buffer_gb", "kind": "continuous", "low": 0.5, "high": 8.0, "scale": "log2"},
+        {"name": "slaves", "kind": "integer", "levels": [1, 2, 4, 8, 16]},
+    )
+    constraints = parse_constraints(["nodes * threads <= 200", "slaves <= threads"], sp)
+    rng = np.random.default_rng(1)
+    configs = [
+        {"nodes": 3, "threads": 4, "buffer_gb": 0.5, "slaves": 1},
+        {"nodes": 9, "threads": 16, "buffer_gb": 8.0, "slaves": 8},
+        {"nodes": 5, "threads": 32, "buffer_gb": 2.0, "slaves": 16},
+        {"nodes": 7, "threads": 8, "buffer_gb": 4.0, "slaves": 2},
+        {"nodes": 4, "threads": 2, "buffer_gb": 1.0, "slaves": 1},
+    ]
+    values = [
+        100 * c["nodes"] + 50 * np.log2(c["threads"]) + c["buffer_gb"] + rng.normal()
+        for c in configs
+    ]
+    batch = bayes(sp, configs, values, count=4, constraints=constraints, seed=3)
+    assert len(batch) == 4
+    for s in batch:
+        assert sp.check_config(s.config) == s.config
+        assert isinstance(s.config["nodes"], int) and isinstance(s.config["threads"], int)
+        assert s.config["slaves"] in (1, 2, 4, 8, 16)
+        assert all(c.satisfied(s.config) for c in constraints)
+
+
+def test_large_space_uses_snapped_quasi_random_candidates():
+    # 1..100000 on every integer factor: far too many lattice points, so Sobol + refinement.
+    sp = space(
+        *({"name": f"x{i}", "kind": "integer", "low": 1, "high": 100_000} for i in range(3)),
+        {"name": "engine", "kind": "categorical", "levels": ["innodb", "myrocks"]},
+    )
+    constraints = parse_constraints(["x0 + x1 <= 120000"], sp)
+    rng = np.random.default_rng(0)
+    configs = [
+        {"x0": int(a), "x1": int(b), "x2": int(c), "engine": e}
+        for a, b, c, e in zip(
+            rng.integers(1, 60_000, 8),
+            rng.integers(1, 60_000, 8),
+            rng.integers(1, 100_000, 8),
+            itertools.cycle(["innodb", "myrocks"]),
+            strict=False,
+        )
+    ]
+    values = [-((c["x0"] - 40_000) ** 2) / 1e8 - (c["x2"] - 70_000) ** 2 / 1e8 for c in configs]
+    batch = bayes(sp, configs, values, count=2, constraints=constraints, candidates=512)
+    for s in batch:
+        assert sp.check_config(s.config) == s.config
+        assert all(type(s.config[f"x{i}"]) is int for i in range(3))
+        assert constraints[0].satisfied(s.config)
+
+
+def test_categorical_factor_is_modelled_and_its_best_level_found():
+    sp = space(
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "engine", "kind": "categorical", "levels": ["innodb", "myrocks", "aria"]},
+    )
+    bonus = {"innodb": 0.0, "myrocks": 80.0, "aria": -50.0}
+    response = lambda c: 500.0 - 10.0 * (c["nodes"] - 4) ** 2 + bonus[c["engine"]]  # noqa: E731
+    start = [
+        {"nodes": 1, "engine": "innodb"},
+        {"nodes": 9, "engine": "myrocks"},
+        {"nodes": 5, "engine": "aria"},
+        {"nodes": 2, "engine": "aria"},
+        {"nodes": 7, "engine": "innodb"},
+    ]
+    configs, values = run_loop(sp, start, response, 10, seed=0)
+    assert {"nodes": 4, "engine": "myrocks"} in configs
+    assert max(values) == 580.0
+
+
+def test_every_configuration_run_already_is_refused():
+    sp = space(
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 3},
+        {"name": "threads", "kind": "integer", "levels": [4, 16]},
+    )
+    configs = [{"nodes": n, "threads": t} for n in (1, 2, 3) for t in (4, 16)]
+    values = [100.0 * c["nodes"] - (c["nodes"] - 2) ** 2 * 30 + c["threads"] for c in configs]
+    with pytest.raises(DomainError) as error:
+        bayes(sp, configs, values)
+    assert error.value.field == "configs"
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"goal": "biggest"}, "goal"),
+        ({"count": 0}, "count"),
+        ({"candidates": 3}, "candidates"),
+    ],
+)
+def test_bad_options_are_refused(options, field):
+    with pytest.raises(DomainError) as error:
+        bayes(NODES_THREADS, CORNERS, [bowl(c) for c in CORNERS], **options)
+    assert error.value.field == field
+
+
+def test_bad_runs_are_refused():
+    values = [bowl(c) for c in CORNERS]
+    with pytest.raises(DomainError, match="one response value per configuration"):
+        bayes(NODES_THREADS, CORNERS, values[:-1])
+    with pytest.raises(DomainError) as error:
+        bayes(NODES_THREADS, [*CORNERS[:-1], {"nodes": 2.5, "threads": 4}], values)
+    assert error.value.field == "configs.4.nodes"
+    with pytest.raises(DomainError) as error:
+        bayes(NODES_THREADS, CORNERS, [*values[:-1], float("nan")])
+    assert error.value.field == "values.4"
+    with pytest.raises(DomainError, match="same result"):
+        bayes(NODES_THREADS, CORNERS, [1.0] * 5)
+    impossible = parse_constraints(["nodes + threads >= 100"], NODES_THREADS)
+    with pytest.raises(DomainError) as error:
+        bayes(NODES_THREADS, CORNERS, values, constraints=impossible)
+    assert error.value.field == "constraints"
+
+
+def test_same_seed_same_suggestions():
+    values = [bowl(c) for c in CORNERS]
+    first = bayes(NODES_THREADS, CORNERS, values, count=2, seed=7)
+    assert bayes(NODES_THREADS, CORNERS, values, count=2, seed=7) == first
+
+
+def test_one_suggestion_from_60_runs_of_5_factors_within_a_second():
+    sp = space(
+        {"name": "nodes", "kind": "integer", "low": 3, "high": 15},
+        {"name": "threads", "kind": "integer", "low": 1, "high": 512, "scale": "log2"},
+        {"name": "buffer_gb", "kind": "continuous", "low": 0.5, "high": 64.0, "scale": "log2"},
+        {"name": "applier_threads", "kind": "integer", "low": 1, "high": 32},
+        {"name": "flush", "kind": "categorical", "levels": ["0", "1", "2"]},
+    )
+    rng = np.random.default_rng(5)
+    configs = [
+        {
+            "nodes": int(rng.integers(3, 16)),
+            "threads": int(rng.integers(1, 513)),
+            "buffer_gb": float(rng.uniform(0.5, 64.0)),
+            "applier_threads": int(rng.integers(1, 33)),
+            "flush": str(rng.choice(["0", "1", "2"])),
+        }
+        for _ in range(60)
+    ]
+    values = [
+        1000
+        - 5 * (c["nodes"] - 7) ** 2
+        - 20 * (np.log2(c["threads"]) - 6) ** 2
+        + 10 * np.log2(c["buffer_gb"])
+        + 2 * c["applier_threads"]
+        + (30 if c["flush"] == "2" else 0)
+        + rng.normal(0, 5)
+        for c in configs
+    ]
+    started = time.perf_counter()
+    (s,) = bayes(sp, configs, values, seed=0)
+    elapsed = time.perf_counter() - started
+    print(f"bayes: one suggestion from 60 runs of 5 factors in {elapsed:.3f} s")
+    assert sp.check_config(s.config) == s.config
+    assert elapsed < 2.0
