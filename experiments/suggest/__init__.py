@@ -41,6 +41,4 @@ def suggest(
         )
     if strategy == "replicate":
         return replicate_incumbent(space, configs, values, goal=goal, count=count)
-    return bayes(
-        space, configs, values, goal=goal, count=count, constraints=constraints, seed=seed
-    )
+    return bayes(space, configs, values, goal=goal, count=count, constraints=constraints, seed=seed)
