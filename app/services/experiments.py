@@ -21,8 +21,8 @@ from experiments.analysis.optimize import check_desirability
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
+from experiments.goals import check_goal
 
-GOALS = ("maximize", "minimize")
 DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
 MIN_TRIALS_TO_FIT = 2
 MAX_OBSERVATIONS = 1000
@@ -357,8 +357,7 @@ def _check_objective(objective: Mapping[str, Any], target: TargetSpec) -> dict[s
     response, goal = objective.get("response"), objective.get("goal", "maximize")
     if not isinstance(response, str) or not NAME_PATTERN.match(response):
         raise DomainError("objective.response", "must be a response name like 'tps'")
-    if goal not in GOALS:
-        raise DomainError("objective.goal", f"must be one of {', '.join(GOALS)}")
+    goal = check_goal(goal, "objective.goal")
     target.check_response(response, "objective.response")
     bounds = []
     for i, bound in enumerate(objective.get("constraints") or []):

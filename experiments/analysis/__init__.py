@@ -58,6 +58,7 @@ from experiments.analysis.surface import (
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
+from experiments.goals import GOALS, check_goal
 from experiments.terms import (
     MODEL_ORDERS,
     ModelTerms,
@@ -80,7 +81,6 @@ __all__ = [
 ]
 
 MODELS: tuple[str, ...] = MODEL_ORDERS
-GOALS: tuple[str, ...] = ("maximize", "minimize")
 CONFIDENCE = 0.95
 
 
@@ -271,8 +271,7 @@ def fit(
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels and the factor constraints.
     """
-    if goal not in GOALS:
-        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    check_goal(goal)
     if model not in MODELS:
         raise DomainError("model", f"must be one of {', '.join(MODELS)}")
     if len(configs) != len(values):

@@ -29,6 +29,7 @@ from experiments.constraints import Constraint, satisfied_rows
 from experiments.designs import factor_levels
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.goals import GOALS, check_goal
 from experiments.terms import factor_columns
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "overall_desirability",
 ]
 
-GOALS: tuple[str, ...] = ("maximize", "minimize")
 DESIRABILITY_GOALS: tuple[str, ...] = ("maximize", "minimize", "target")
 BOUND_OPERATORS: tuple[str, ...] = ("<=", ">=")
 # Every lattice point is predicted up to this many, else the search is coordinate-wise.
@@ -247,8 +247,7 @@ def best_configuration(
     `starts` (e.g. the observed configurations) seed the coordinate-wise search of a lattice
     too large to predict whole. Raises DomainError when no candidate is feasible.
     """
-    if goal not in GOALS:
-        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    check_goal(goal)
     sign = 1.0 if goal == "maximize" else -1.0
 
     def objective(mains: np.ndarray) -> np.ndarray:

@@ -36,10 +36,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-from experiments.analysis.optimize import GOALS, candidate_values
+from experiments.analysis.optimize import candidate_values
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.goals import check_goal
 from experiments.suggest.base import Suggestion
 
 __all__ = ["MAX_LATTICE", "bayes"]
@@ -75,8 +76,7 @@ def bayes(
     configuration meets the constraints or every allowed one has been run.
     """
     observed, y = _checked_runs(space, configs, values)
-    if goal not in GOALS:
-        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    check_goal(goal)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise DomainError("count", "must be a whole number of at least 1")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 16:

@@ -23,9 +23,9 @@ import statsmodels.api as sm
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.goals import check_goal
 from experiments.suggest.base import Suggestion
 
-GOALS: tuple[str, ...] = ("maximize", "minimize")
 # Two coded positions closer than this are the same point (float noise through log2 scales).
 _TOLERANCE = 1e-6
 
@@ -169,8 +169,7 @@ def steepest_ascent(
     to the same or an observed configuration are skipped. `predicted` and `uncertainty` are the
     linear model's prediction and the standard error of that mean (None without residual df).
     """
-    if goal not in GOALS:
-        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    check_goal(goal)
     if not (math.isfinite(step) and step > 0):
         raise DomainError("step", "must be a positive number of coded units")
     if count < 1:
@@ -293,8 +292,7 @@ def replicate_incumbent(
     count: int = 2,
 ) -> list[Suggestion]:
     """`count` replicates of the best observed configuration (best mean over its runs)."""
-    if goal not in GOALS:
-        raise DomainError("goal", f"must be one of {', '.join(GOALS)}")
+    check_goal(goal)
     if count < 1:
         raise DomainError("count", "must be at least 1")
     runs, y = _checked_data(space, configs, values)
