@@ -50,11 +50,16 @@ def wait_for_status(client: Client, experiment_id: int, status: str, timeout: fl
     raise AssertionError(f"experiment {experiment_id} still {experiment['status']}: {experiment}")
 
 
+def run_to_completion(client: Client, spec: dict, timeout: float = 120) -> tuple[dict, dict]:
+    """Create and start an experiment, wait until it completes: (as created, as completed)."""
+    created = client.create_experiment(spec)
+    client.start(created["id"])
+    return created, wait_for_status(client, created["id"], "completed", timeout)
+
+
 def test_quickstart_runs_to_completion_through_the_worker(service: Client):
     spec = quickstart_on_simulated()
-    created = service.create_experiment(spec)
-    service.start(created["id"])
-    done = wait_for_status(service, created["id"], "completed")
+    created, done = run_to_completion(service, spec)
     total = len(created["trials"])
     assert done["progress"]["succeeded"] == total and done["progress"]["failed"] == 0
 
@@ -111,9 +116,7 @@ def test_failed_trials_keep_their_error_and_are_left_out_of_the_fit(service: Cli
         "design": {"kind": "full_factorial", "levels": 3, "seed": 5},
         "objective": {"response": "tps"},
     }
-    created = service.create_experiment(spec)
-    service.start(created["id"])
-    done = wait_for_status(service, created["id"], "completed")
+    created, done = run_to_completion(service, spec)
     assert done["progress"]["failed"] == 3 and done["progress"]["succeeded"] == 9
     failed = [t for t in service.trials(created["id"]) if t["status"] == "failed"]
     assert all(t["config"]["nodes"] == 40 and "nodes" in t["error"] for t in failed)

@@ -23,7 +23,7 @@ from app.config import Settings
 from app.processes import running_service
 from app.queue import TRIALS_QUEUE
 from app.targets import MEASURED_RESPONSES
-from tests.integration.test_end_to_end import wait_for_status
+from tests.integration.test_end_to_end import run_to_completion
 from worker import galera, sysbench
 
 pytestmark = pytest.mark.integration
@@ -124,9 +124,7 @@ def test_real_trials_resize_the_cluster_and_set_variables(
         "design": {"kind": "full_factorial", "seed": 4},
         "objective": {"response": "tps"},
     }
-    created = service.create_experiment(spec)
-    service.start(created["id"])
-    done = wait_for_status(service, created["id"], "completed", timeout=600)
+    created, done = run_to_completion(service, spec, timeout=600)
     trials = sorted(service.trials(created["id"]), key=lambda t: t["run_order"])
     assert done["progress"]["succeeded"] == len(trials) == 4, [t["error"] for t in trials]
     for trial in trials:
@@ -162,9 +160,7 @@ def test_the_service_measures_what_sysbench_measures_directly(
         "design": {"kind": "full_factorial"},
         "objective": {"response": "tps"},
     }
-    created = service.create_experiment(spec)
-    service.start(created["id"])
-    wait_for_status(service, created["id"], "completed", timeout=300)
+    created, _ = run_to_completion(service, spec, timeout=300)
     measured = [t["responses"]["tps"] for t in service.trials(created["id"])]
     node = galera.LabCluster(cluster.layout).nodes()[0]
     connection = sysbench.Connection(
@@ -197,9 +193,7 @@ def test_the_external_target_runs_on_a_declared_cluster(service: Client):
         "design": {"kind": "full_factorial", "randomize": False},
         "objective": {"response": "tps"},
     }
-    created = service.create_experiment(spec)
-    service.start(created["id"])
-    done = wait_for_status(service, created["id"], "completed", timeout=300)
+    created, done = run_to_completion(service, spec, timeout=300)
     trials = service.trials(created["id"])
     assert done["progress"]["succeeded"] == 2, [t["error"] for t in trials]
     assert all(t["responses"]["tps"] > 0 for t in trials)
@@ -214,9 +208,7 @@ def test_a_server_variable_the_server_refuses_is_infeasible_and_not_retried(serv
         "design": {"kind": "full_factorial"},
         "objective": {"response": "tps"},
     }
-    created = service.create_experiment(spec)
-    service.start(created["id"])
-    wait_for_status(service, created["id"], "completed", timeout=300)
+    created, _ = run_to_completion(service, spec, timeout=300)
     (trial,) = service.trials(created["id"])
     assert trial["status"] == "failed" and trial["failure"] == "infeasible"
     assert trial["attempts"] == 1 and "innodb_page_size" in trial["error"]
