@@ -503,7 +503,8 @@ def _effect(
     optimum = predicted(at_optimum)
     change = float(optimum[high] - optimum[low])
     involved = [j for j, factors in enumerate(terms.factors) if index in factors]
-    p_value = results.f_test(np.eye(len(terms.names))[involved]).pvalue
+    # A factor whose every term the auto model dropped has no test: its effect is zero.
+    p_value = results.f_test(np.eye(len(terms.names))[involved]).pvalue if involved else None
     return FactorEffect(
         factor=factor.name,
         effect=float(centre[high] - centre[low]),

@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 
+import numpy as np
 import pytest
 
 from experiments.analysis import fit
@@ -417,3 +418,19 @@ def test_the_optimum_honours_the_factor_constraints():
     with pytest.raises(DomainError) as error:
         fit(factors, configs, values, constraints=parse_constraints(["clients >= 9"], factors))
     assert error.value.field == "constraints"
+
+
+def test_auto_model_that_drops_every_term_of_a_factor_reports_it_without_a_test():
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+            {"name": "idle", "kind": "continuous", "low": 0.0, "high": 1.0},
+        ]
+    )
+    rng = np.random.default_rng(4)
+    configs = [{"nodes": n, "idle": b} for n in (1, 3, 5, 7, 9) for b in (0.0, 0.5, 1.0)]
+    values = [100.0 - 3.0 * (c["nodes"] - 5) ** 2 + rng.normal(0.0, 0.1) for c in configs]
+    result = fit(space, configs, values, model="auto")
+    assert all("idle" not in term.name for term in result.terms)
+    idle = next(e for e in result.ranked_factors if e.factor == "idle")
+    assert idle.p_value is None and idle.effect == 0.0 and idle.direction == "none"
