@@ -42,6 +42,7 @@ __all__ = [
     "best_configuration",
     "candidate_values",
     "desirability",
+    "measured_desirability",
     "most_desirable",
     "overall_desirability",
 ]
@@ -204,6 +205,27 @@ def overall_desirability(
     total = np.exp((logs * r).sum(axis=-1) / r.sum())
     total = np.where((d == 0).any(axis=-1), 0.0, total)
     return float(total) if np.ndim(total) == 0 else total
+
+
+def measured_desirability(
+    goals: Sequence[Mapping[str, object]], responses: Mapping[str, float]
+) -> float:
+    """The overall desirability of one run's measured responses, for objectives that combine
+    responses; `goals` are the objective's desirability entries (response, goal, low, high,
+    target, weight, importance)."""
+    each = [
+        desirability(
+            float(responses[str(g["response"])]),
+            str(g.get("goal", "maximize")),
+            float(g["low"]),  # type: ignore[arg-type]
+            float(g["high"]),  # type: ignore[arg-type]
+            g.get("target"),  # type: ignore[arg-type]
+            float(g.get("weight") or 1.0),  # type: ignore[arg-type]
+        )
+        for g in goals
+    ]
+    importances = [float(g.get("importance") or 1.0) for g in goals]  # type: ignore[arg-type]
+    return float(overall_desirability(each, importances))
 
 
 def candidate_values(

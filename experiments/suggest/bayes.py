@@ -3,20 +3,36 @@
 The model is scikit-learn's GaussianProcessRegressor on the coded factors (numeric factors coded
 -1..+1 by `Factor.encode`, after log2 where the factor says so; categorical factors one-hot),
 with kernel ``Constant * Matern(nu=2.5, one length scale per column) + White`` (the white term is
-the run-to-run noise) and a normalized response. The next configuration maximizes expected
-improvement (EI) over the best result so far, for a minimized response on the negated values.
+the run-to-run noise) and a normalized response. Its hyperparameters maximize the marginal
+likelihood times a log-normal prior on the length scales (median one coded unit). The next
+configuration maximizes expected improvement (EI) over the incumbent, for a minimized response
+on the negated values. The incumbent is the best *predicted* mean at an observed configuration,
+not the best measurement, so one lucky noisy run does not make every honest candidate look
+hopeless (the "plug-in" EI for noisy observations, Picheny et al. 2013).
 
 Candidates are the whole lattice of `candidate_values` (every integer of an integer factor) when
 it has at most `MAX_LATTICE` points and includes every integer, so integer optima are found
 exactly; otherwise a seeded scrambled Sobol set snapped to the factors' levels. Either way the
 ten best points are then refined by local moves (+-1 on an integer factor, the next explicit
-level, another category, a shrinking coded step on a continuous factor).
+level, another category, a shrinking coded step on a continuous factor), so integer factors are
+searched on their own lattice, never rounded after the fact.
+
+Limits on other responses (``latency_p95_ms <= 50``): each limited response gets a Gaussian
+process of its own, and EI is multiplied by the probability that every limit is met (Gardner et
+al. 2014, "Bayesian optimization with inequality constraints"). Candidates whose predicted means
+break a limit are left out while any candidate meets them all, and the incumbent is the best
+configuration predicted to meet them.
 
 Repeats: EI uses the standard deviation of the mean response (the noise term left out), so an
 observed configuration earns credit only for what the model still does not know there. Exact
 repeats of observed configurations are excluded, unless the fitted noise variance exceeds the
 signal variance (noise dominates, so replicating is a fair way to learn). Points already in the
-batch are always excluded.
+batch and configurations whose trials failed are always excluded; a failed configuration also
+enters the model as the worst result so far, which keeps the search away from where trials
+fail. When noise makes the best point uncertain (the runner-up has a 30 % chance of being
+better, and the incumbent's own uncertainty is twice what any new point is expected to gain)
+the batch starts with a replicate of the incumbent, at most one repeat per configuration and
+one replicate in five runs, once there are three runs per model column to judge noise by.
 
 A batch of q points is chosen by the kriging believer: after each pick its predicted mean is
 added as if observed and the model is refitted with the same hyperparameters, which shrinks the
@@ -25,25 +41,30 @@ uncertainty around it and pushes the next pick elsewhere.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
+import scipy.optimize
 from scipy.stats import norm, qmc
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel, Kernel, Matern, WhiteKernel
+from threadpoolctl import threadpool_limits
 
 from experiments.analysis.optimize import candidate_values
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.goals import check_goal
-from experiments.suggest.base import Suggestion
+from experiments.suggest.base import Limit, Plan, Runs, Suggestion
 
-__all__ = ["MAX_LATTICE", "bayes"]
+__all__ = ["MAX_LATTICE", "MODEL_NAME", "bayes", "bayes_plan", "predict"]
 
 # The lattice is scored whole up to this many points, else quasi-random candidates are used.
 MAX_LATTICE = 20_000
@@ -54,9 +75,39 @@ _REFINE_ROUNDS = 40
 _STEP = 0.1
 _MIN_STEP = 0.005
 _RESTARTS = 2
+# Length scales in coded units: shorter than a tenth of a coded unit means wiggles finer than
+# the spacing of most integer lattices; the prior's mean and sd are of log(length scale).
+_MIN_LENGTH_SCALE = 0.1
+_LENGTH_SCALE_PRIOR = (0.0, 1.0)
 _MIN_OBSERVATIONS = 2
+MODEL_NAME = "gaussian process"
+T = TypeVar("T")
+# The replicate rule: the incumbent is run at most this often, and only while the runner-up has
+# at least this chance of being truly better.
+MAX_REPLICATES = 2
+_RUNNER_UP_CHANCE = 0.3
+# ... only while the incumbent's uncertainty is this many times what a new point may gain, and
+# not within this many runs of the last replicate: learning where the optimum is comes first.
+_UNCERTAINTY_OVER_GAIN = 2.0
+_REPLICATE_SPACING = 5
+_RUNS_TO_JUDGE_NOISE_PER_FEATURE = 3
+# The share of its score a candidate keeps when its predicted means break a limit.
+_BREAKS_LIMIT = 1e-6
 
 
+def _one_blas_thread(function: Callable[..., T]) -> Callable[..., T]:
+    """Run with one BLAS thread: for matrices of a few hundred rows, threads cost more than
+    they save (4-6x slower per suggestion with two OpenBLAS threads on two cores)."""
+
+    @functools.wraps(function)
+    def wrapper(*args: object, **kwargs: object) -> T:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_blas_thread
 def bayes(
     space: FactorSpace,
     configs: Sequence[Mapping[str, object]],
@@ -65,15 +116,22 @@ def bayes(
     goal: str = "maximize",
     count: int = 1,
     constraints: Sequence[Constraint] = (),
+    limits: Sequence[Limit] = (),
+    responses: Mapping[str, Sequence[float]] | None = None,
+    failed: Sequence[Mapping[str, object]] = (),
+    point_types: Sequence[str] = (),
     seed: int = 0,
     candidates: int = 4096,
 ) -> list[Suggestion]:
     """Up to `count` configurations of highest expected improvement, chosen as one batch.
 
-    `configs` and `values` are the runs so far (one response value per run). Every suggestion
-    is a valid configuration of `space` meeting every constraint. Fewer than `count` come back
-    only when fewer unrun configurations remain. Raises DomainError on bad input, or when no
-    configuration meets the constraints or every allowed one has been run.
+    `configs` and `values` are the runs so far (one response value per run); `responses` holds
+    the values of every limited response, one per run; `failed` lists configurations whose
+    trials failed; `point_types` says what each run was (replicates are spaced out by them).
+    Every suggestion is a valid configuration of `space` meeting every factor
+    constraint. Fewer than `count` come back only when fewer unrun configurations remain.
+    Raises DomainError on bad input, or when no configuration meets the constraints or every
+    allowed one has been run.
     """
     observed, y = _checked_runs(space, configs, values)
     check_goal(goal)
@@ -85,22 +143,44 @@ def bayes(
     encoder = _Encoder(space)
     x = encoder.features([[c[n] for n in space.names] for c in observed])
     target = sign * y  # maximized throughout; reported back in the response's own sense
-    model = _fit(x, target, seed)
-    # Why: a model that blames most of the variation on noise learns more from a replicate.
-    repeats_allowed = _noise_variance(model) > _signal_variance(model)
+    broken = [space.check_config(c, in_region=False) for c in failed]
+    x_fit, t_fit = x, target
+    if broken:
+        # A configuration whose trial failed counts as the worst result so far, so the model
+        # steers away from where trials fail (too many connections, too many nodes) instead of
+        # only never repeating that exact point.
+        x_fit = np.vstack([x, encoder.features([[c[n] for n in space.names] for c in broken])])
+        t_fit = np.append(target, np.full(len(broken), target.min()))
+    model = _fit(x_fit, t_fit, seed)
+    guards = [
+        _Guard(limit, _fit(x, _limit_values(limit, responses, len(y)), seed)) for limit in limits
+    ]
+    # Why: a model that blames most of the variation on noise learns more from a replicate; but
+    # only with runs enough to tell noise from shape (a few runs look like noise to any model).
+    judged = len(y) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
+    repeats_allowed = judged and _noise_variance(model) > _signal_variance(model)
     excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
+    excluded |= {_key(space, c) for c in broken}
+    incumbent = _Incumbent.of(space, observed, model, x, guards)
     pool = _Pool(space, encoder, constraints, observed, seed, candidates)
 
     suggestions: list[Suggestion] = []
-    current, xs, ts = model, x, target
-    for position in range(count):
-        best = float(ts.max())
-        pick = pool.best(current, best, excluded)
+    current, xs, ts, best = model, x_fit, t_fit, incumbent.mean
+    first = pool.best(_scorer(current, best, guards), excluded)
+    recent = list(point_types)[-_REPLICATE_SPACING:]
+    if first is not None and judged and "replicate" not in recent:
+        replicate = incumbent.replicate(space, sign, first[1])
+        if replicate is not None:
+            suggestions.append(replicate)
+            point = encoder.features([[replicate.config[n] for n in space.names]])
+            xs, ts = np.vstack([xs, point]), np.append(ts, incumbent.mean)
+            current = _refit(current, xs, ts)
+    while len(suggestions) < count:
+        pick = pool.best(_scorer(current, best, guards), excluded)
         if pick is None:
             break
         row, ei = pick
-        config = {n: v for n, v in zip(space.names, row, strict=True)}
-        config = space.check_config(config)  # every suggestion is a valid configuration
+        config = space.check_config(dict(zip(space.names, row, strict=True)))
         point = encoder.features([row])
         mean, sd = _predict(model, point)  # real data only: the fake runs are no information
         suggestions.append(
@@ -111,18 +191,21 @@ def bayes(
                 reason=_reason(
                     space,
                     config,
-                    (sign * float(mean[0]), float(sd[0]), ei, sign * float(target.max())),
+                    (sign * float(mean[0]), float(sd[0]), ei, sign * incumbent.mean),
                     sign,
-                    position,
-                ),
+                    len(suggestions),
+                )
+                + _limits_sentence(guards, point),
                 predicted=sign * float(mean[0]),
                 uncertainty=float(sd[0]),
                 expected_improvement=float(ei),
+                predicted_by=MODEL_NAME,
             )
         )
         excluded.add(_key(space, config))
         # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
         believed, _ = _predict(current, point)
+        best = max(best, float(believed[0]))
         xs, ts = np.vstack([xs, point]), np.append(ts, believed[0])
         current = _refit(current, xs, ts)
     if not suggestions:
@@ -131,6 +214,203 @@ def bayes(
             "every configuration allowed by the factors and constraints has been run already",
         )
     return suggestions
+
+
+def bayes_plan(
+    space: FactorSpace,
+    runs: Runs,
+    *,
+    strategy: str,
+    explanation: str,
+    goal: str = "maximize",
+    count: int = 1,
+    constraints: Sequence[Constraint] = (),
+    limits: Sequence[Limit] = (),
+    seed: int = 0,
+) -> Plan:
+    """`bayes` on the runs as a plan of stage "bayes", with the batch's largest expected
+    improvement (for stopping rules)."""
+    found = bayes(
+        space,
+        runs.configs,
+        runs.values,
+        goal=goal,
+        count=count,
+        constraints=constraints,
+        limits=limits,
+        responses=runs.responses,
+        failed=runs.failed,
+        point_types=runs.types,
+        seed=seed,
+    )
+    gains = [s.expected_improvement for s in found if s.expected_improvement is not None]
+    return Plan(
+        strategy, "bayes", explanation, found, expected_improvement=max(gains, default=None)
+    )
+
+
+@_one_blas_thread
+def predict(
+    space: FactorSpace,
+    configs: Sequence[Mapping[str, object]],
+    values: Sequence[float],
+    points: Sequence[Mapping[str, Value]],
+    *,
+    seed: int = 0,
+) -> list[tuple[float, float]] | None:
+    """The Gaussian process's mean and standard deviation of the mean at `points`, fitted to
+    the runs; None when the runs cannot be modelled (fewer than two, or all equal)."""
+    try:
+        observed, y = _checked_runs(space, configs, values)
+    except DomainError:
+        return None
+    encoder = _Encoder(space)
+    model = _fit(encoder.features([[c[n] for n in space.names] for c in observed]), y, seed)
+    mean, sd = _predict(model, encoder.features([[p[n] for n in space.names] for p in points]))
+    return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """A limit on another response and the Gaussian process that predicts that response."""
+
+    limit: Limit
+    model: GaussianProcessRegressor
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """Probability that the response meets the limit at each row of features."""
+        mean, sd = _predict(self.model, x)
+        sd = np.maximum(sd, 1e-12)
+        p = np.ones(len(mean))
+        if self.limit.max is not None:
+            p = p * norm.cdf((self.limit.max - mean) / sd)
+        if self.limit.min is not None:
+            p = p * norm.cdf((mean - self.limit.min) / sd)
+        return p
+
+    def met(self, x: np.ndarray) -> np.ndarray:
+        """Whether the predicted mean meets the limit at each row of features."""
+        mean, _ = _predict(self.model, x)
+        return np.array([self.limit.met(float(m)) for m in mean], dtype=bool)
+
+
+def _scorer(
+    model: GaussianProcessRegressor, best: float, guards: Sequence[_Guard]
+) -> Callable[[np.ndarray], np.ndarray]:
+    """EI over `best`, times the probability of meeting every limit; a point whose predicted
+    means break a limit keeps a tiny share, so it wins only when no candidate meets them."""
+
+    def score(x: np.ndarray) -> np.ndarray:
+        ei = _expected_improvement(model, x, best)
+        for guard in guards:
+            ei = ei * guard.probability(x) * np.where(guard.met(x), 1.0, _BREAKS_LIMIT)
+        return ei
+
+    return score
+
+
+@dataclass(frozen=True)
+class _Incumbent:
+    """The observed configuration of best predicted mean (among those predicted to meet every
+    limit, when any is), with the runner-up, for the replicate rule."""
+
+    config: Config
+    mean: float
+    sd: float
+    runs: int
+    runner_up: tuple[Config, float, float] | None
+
+    @classmethod
+    def of(
+        cls,
+        space: FactorSpace,
+        observed: Sequence[Config],
+        model: GaussianProcessRegressor,
+        x: np.ndarray,
+        guards: Sequence[_Guard],
+    ) -> _Incumbent:
+        keys = [_key(space, c) for c in observed]
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}
+        distinct = sorted(first.values())
+        mean, sd = _predict(model, x[distinct])
+        ok = np.ones(len(distinct), dtype=bool)
+        for guard in guards:
+            ok &= guard.met(x[distinct])
+        mean_ok = np.where(ok, mean, -np.inf) if ok.any() else mean
+        order = np.argsort(-mean_ok, kind="stable")
+        top = int(order[0])
+        runner = None
+        if len(order) > 1 and np.isfinite(mean_ok[order[1]]):
+            j = int(order[1])
+            runner = (observed[distinct[j]], float(mean[j]), float(sd[j]))
+        config = observed[distinct[top]]
+        return cls(
+            config=config,
+            mean=float(mean[top]),
+            sd=float(sd[top]),
+            runs=keys.count(_key(space, config)),
+            runner_up=runner,
+        )
+
+    def replicate(self, space: FactorSpace, sign: float, best_gain: float) -> Suggestion | None:
+        """A replicate of the incumbent when noise makes it uncertain (module docstring)."""
+        if (
+            self.runs >= MAX_REPLICATES
+            or self.runner_up is None
+            or self.sd <= _UNCERTAINTY_OVER_GAIN * best_gain
+        ):
+            return None
+        config, mean, sd = self.runner_up
+        spread = math.hypot(self.sd, sd)
+        chance = float(norm.cdf((mean - self.mean) / spread)) if spread > 0 else 0.0
+        if chance < _RUNNER_UP_CHANCE:
+            return None
+        reason = (
+            f"Replicate the best configuration so far ({_describe(space, self.config)}): the"
+            f" model puts its mean at {_fmt(sign * self.mean)} ± {_fmt(self.sd)} after"
+            f" {self.runs} run(s), and the runner-up ({_describe(space, config)},"
+            f" {_fmt(sign * mean)} ± {_fmt(sd)}) has a {chance:.0%} chance of being truly"
+            f" better. That uncertainty is larger than the {_fmt(best_gain)} any new"
+            " configuration is expected to gain, so measuring the incumbent again is worth more."
+        )
+        return Suggestion(
+            config=dict(self.config),
+            strategy="bayes",
+            point_type="replicate",
+            reason=reason,
+            predicted=sign * self.mean,
+            uncertainty=self.sd,
+            expected_improvement=None,
+            predicted_by=MODEL_NAME,
+        )
+
+
+def _limit_values(
+    limit: Limit, responses: Mapping[str, Sequence[float]] | None, runs: int
+) -> np.ndarray:
+    values = (responses or {}).get(limit.response)
+    if values is None or len(values) != runs:
+        raise DomainError(
+            f"responses.{limit.response}", "a limited response needs one value per run"
+        )
+    numbers = np.array([float(v) for v in values])
+    if not np.all(np.isfinite(numbers)):
+        raise DomainError(f"responses.{limit.response}", "must be finite numbers")
+    return numbers
+
+
+def _limits_sentence(guards: Sequence[_Guard], point: np.ndarray) -> str:
+    if not guards:
+        return ""
+    parts = []
+    for guard in guards:
+        mean, _ = _predict(guard.model, point)
+        chance = float(guard.probability(point)[0])
+        parts.append(
+            f"{guard.limit.response} predicted {_fmt(float(mean[0]))} ({chance:.0%} chance that"
+            f" {guard.limit.text})"
+        )
+    return " Limits: " + "; ".join(parts) + "."
 
 
 class _Encoder:
@@ -200,16 +480,16 @@ class _Pool:
         return [r for r, ok in zip(rows, mask, strict=True) if ok]
 
     def best(
-        self, model: GaussianProcessRegressor, best: float, excluded: set[tuple[Value, ...]]
+        self, score: Callable[[np.ndarray], np.ndarray], excluded: set[tuple[Value, ...]]
     ) -> tuple[list[Value], float] | None:
-        """The candidate of highest EI after local refinement, or None when none is left."""
+        """The candidate of highest score after local refinement, or None when none is left."""
         keep = [i for i, r in enumerate(self.rows) if tuple(r) not in excluded]
         if not keep:
             return None
         rows = [self.rows[i] for i in keep]
-        ei = _expected_improvement(model, self.x[keep], best)
-        order = np.argsort(-ei, kind="stable")[:_REFINE_TOP]
-        top = {tuple(rows[i]): float(ei[i]) for i in order}
+        scores = score(self.x[keep])
+        order = np.argsort(-scores, kind="stable")[:_REFINE_TOP]
+        top = {tuple(rows[i]): float(scores[i]) for i in order}
         seen = set(top) | excluded
         step = _STEP
         for _ in range(_REFINE_ROUNDS):
@@ -225,15 +505,15 @@ class _Pool:
             seen.update(tuple(m) for m in moves)
             before = max(top.values())
             if moves:
-                scores = _expected_improvement(model, self.encoder.features(moves), best)
-                top.update({tuple(m): float(s) for m, s in zip(moves, scores, strict=True)})
+                found = score(self.encoder.features(moves))
+                top.update({tuple(m): float(s) for m, s in zip(moves, found, strict=True)})
                 top = dict(sorted(top.items(), key=lambda kv: -kv[1])[:_REFINE_TOP])
             if max(top.values()) <= before:
                 if step <= _MIN_STEP or not _has_continuous(self.space):
                     break
                 step /= 2.0  # no better neighbour: look closer on continuous factors
-        row, score = max(top.items(), key=lambda kv: kv[1])
-        return list(row), score
+        row, best = max(top.items(), key=lambda kv: kv[1])
+        return list(row), best
 
 
 def _has_continuous(space: FactorSpace) -> bool:
@@ -308,24 +588,68 @@ def _key(space: FactorSpace, config: Mapping[str, Value]) -> tuple[Value, ...]:
     return tuple(config[n] for n in space.names)
 
 
-def _kernel(width: int) -> object:
+def _kernel(width: int) -> Kernel:
     return ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
-        length_scale=np.ones(width), length_scale_bounds=(1e-2, 1e2), nu=2.5
+        length_scale=np.ones(width), length_scale_bounds=(_MIN_LENGTH_SCALE, 1e2), nu=2.5
     ) + WhiteKernel(1e-2, (1e-8, 1e1))
 
 
 def _fit(x: np.ndarray, y: np.ndarray, seed: int) -> GaussianProcessRegressor:
+    kernel = _kernel(x.shape[1])
     model = GaussianProcessRegressor(
-        kernel=_kernel(x.shape[1]),
+        kernel=kernel,
         normalize_y=True,
         n_restarts_optimizer=_RESTARTS,
         random_state=seed,
+        optimizer=_with_length_scale_prior(_slice_of(kernel, "length_scale")),
     )
     with warnings.catch_warnings():
         # Hyperparameters at a bound (e.g. no noise on a smooth toy response) are expected.
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(x, y)
     return model
+
+
+def _slice_of(kernel: Kernel, name: str) -> slice:
+    """Where the hyperparameter whose name ends with `name` lies in the kernel's theta."""
+    start = 0
+    for parameter in kernel.hyperparameters:
+        if parameter.fixed:
+            continue
+        if parameter.name.endswith(name):
+            return slice(start, start + parameter.n_elements)
+        start += parameter.n_elements
+    raise ValueError(f"the kernel has no hyperparameter {name}")
+
+
+Optimizer = Callable[
+    [Callable[..., tuple[float, np.ndarray]], np.ndarray, np.ndarray], tuple[np.ndarray, float]
+]
+
+
+def _with_length_scale_prior(lengths: slice) -> Optimizer:
+    """L-BFGS-B on the log marginal likelihood plus a log-normal prior on every length scale
+    (maximum a posteriori). With few runs, maximum likelihood often picks length scales that
+    make the model all wiggles or all flat; the prior keeps them near a coded unit (half a
+    factor's range). Measured: median trials to 2 % on Hartmann-6 85 -> 46."""
+    mean, sd = _LENGTH_SCALE_PRIOR
+
+    def optimize(
+        objective: Callable[..., tuple[float, np.ndarray]], theta: np.ndarray, bounds: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        def penalized(t: np.ndarray) -> tuple[float, np.ndarray]:
+            value, gradient = objective(t, eval_gradient=True)
+            offset = t[lengths] - mean
+            gradient = np.array(gradient, dtype=float)
+            gradient[lengths] += offset / sd**2
+            return float(value) + float(np.sum(offset**2)) / (2.0 * sd**2), gradient
+
+        found = scipy.optimize.minimize(
+            penalized, theta, method="L-BFGS-B", jac=True, bounds=bounds
+        )
+        return found.x, float(found.fun)
+
+    return optimize
 
 
 def _refit(
@@ -402,9 +726,7 @@ def _reason(
     """One sentence for a DBA: how much better it may be, and whether that is a bet on the
     prediction or on the model's uncertainty."""
     mean, sd, ei, best = outcome
-    where = ", ".join(
-        f"{f.name}={_fmt(config[f.name])}{(' ' + f.unit) if f.unit else ''}" for f in space.factors
-    )
+    where = _describe(space, config)
     gain = "improvement" if sign > 0 else "reduction"
     sense = "best" if sign > 0 else "best (lowest)"
     if sign * (mean - best) > 0:
@@ -420,8 +742,14 @@ def _reason(
         else " It was chosen assuming the earlier suggestions of this batch perform as predicted."
     )
     return (
-        f"Expected {gain} of {_fmt(ei)} over the {sense} result so far ({_fmt(best)}) "
-        f"by running {where}: {why}.{batch}"
+        f"Expected {gain} of {_fmt(ei)} over the {sense} configuration so far (the model puts"
+        f" its mean at {_fmt(best)}) by running {where}: {why}.{batch}"
+    )
+
+
+def _describe(space: FactorSpace, config: Mapping[str, Value]) -> str:
+    return ", ".join(
+        f"{f.name}={_fmt(config[f.name])}{(' ' + f.unit) if f.unit else ''}" for f in space.factors
     )
 
 

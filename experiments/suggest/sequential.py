@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import statsmodels.api as sm
@@ -55,8 +56,15 @@ def augment(
             f"augment needs numeric factors; '{categorical[0]}' is categorical (axial points"
             " have no meaning for a category): augment the runs of each level separately",
         )
-    coded = np.array([space.encode(c) for c in runs])
-    low, high = coded.min(axis=0), coded.max(axis=0)
+    split = _split(space, runs)
+    coded, low, high, middle, half, centre = (
+        split.coded,
+        split.low,
+        split.high,
+        split.middle,
+        split.half,
+        split.centre,
+    )
     for factor, lo, hi in zip(space.factors, low, high, strict=True):
         if hi - lo < _TOLERANCE:
             raise DomainError(
@@ -64,18 +72,8 @@ def augment(
                 f"augment needs a two-level factorial, but '{factor.name}' is not varied in the"
                 " runs",
             )
-    middle, half = (low + high) / 2.0, (high - low) / 2.0
-    centre = _natural(space, middle)
-    corners: set[tuple[float, ...]] = set()
-    centre_runs, others = 0, []
-    for i, row in enumerate(coded):
-        at_ends = (np.abs(row - low) < _TOLERANCE) | (np.abs(row - high) < _TOLERANCE)
-        if at_ends.all():
-            corners.add(tuple(np.round(row, 6)))
-        elif _same(space, runs[i], centre):
-            centre_runs += 1
-        else:
-            others.append(i)
+    corners = {tuple(np.round(coded[i], 6)) for i in split.corners}
+    centre_runs, others = len(split.centres), split.others
     corner_array = np.array(sorted(corners))
     for j, factor in enumerate(space.factors):
         if len(corners) == 0 or len(set(corner_array[:, j])) < 2:
@@ -278,6 +276,7 @@ def steepest_ascent(
                 reason=text,
                 predicted=float(means[i]),
                 uncertainty=uncertainty,
+                predicted_by="first-order model",
             )
         )
     return suggestions
@@ -328,9 +327,61 @@ def replicate_incumbent(
             reason=text,
             predicted=float(means[order[0]]),
             uncertainty=uncertainty,
+            predicted_by="mean of its runs",
         )
         for _ in range(count)
     ]
+
+
+@dataclass(frozen=True)
+class _Split:
+    """Runs sorted into a two-level factorial's corners, its centre and the rest; the levels
+    are each factor's lowest and highest coded value in the runs."""
+
+    coded: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    middle: np.ndarray
+    half: np.ndarray
+    centre: Config
+    corners: list[int]
+    centres: list[int]
+    others: list[int]
+
+
+def _split(space: FactorSpace, runs: Sequence[Config]) -> _Split:
+    coded = np.array([space.encode(c) for c in runs])
+    low, high = coded.min(axis=0), coded.max(axis=0)
+    middle, half = (low + high) / 2.0, (high - low) / 2.0
+    centre = _natural(space, middle)
+    corners, centres, others = [], [], []
+    for i, row in enumerate(coded):
+        at_ends = (np.abs(row - low) < _TOLERANCE) | (np.abs(row - high) < _TOLERANCE)
+        if at_ends.all():
+            corners.append(i)
+        elif _same(space, runs[i], centre):
+            centres.append(i)
+        else:
+            others.append(i)
+    return _Split(coded, low, high, middle, half, centre, corners, centres, others)
+
+
+def two_level_split(
+    space: FactorSpace, configs: Sequence[Mapping[str, object]]
+) -> tuple[list[int], list[int]] | None:
+    """Indices of the factorial and the centre runs when the runs are exactly a two-level
+    factorial in every numeric factor (with or without centre points, whole numbers rounded
+    as the planner rounds them); None otherwise."""
+    runs = _checked_runs(space, configs)
+    if not all(f.is_numeric for f in space.factors):
+        return None
+    split = _split(space, runs)
+    if split.others or not split.corners or np.any(split.high - split.low < _TOLERANCE):
+        return None
+    corner_rows = split.coded[split.corners]
+    if any(len(set(np.round(corner_rows[:, j], 6))) < 2 for j in range(len(space))):
+        return None
+    return split.corners, split.centres
 
 
 def _checked_runs(space: FactorSpace, configs: Sequence[Mapping[str, object]]) -> list[Config]:

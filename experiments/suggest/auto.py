@@ -1,0 +1,432 @@
+"""The `auto` strategy: the staged path a response-surface expert takes, read off the runs.
+
+Every call looks at what has been run and takes the next step of
+
+1. screening: a two-level factorial with centre points (the full 2^k up to four factors, else the
+   smallest resolution V fraction, so that axial points can complete it later);
+2. curvature test on the centre points (Montgomery, DAE 6.8): curvature, or a factorial without
+   centre points, leads to 3; a plane leads to the path of steepest ascent (Box & Wilson 1951),
+   after which Bayesian optimization takes over, since the path ends at the region's edge;
+3. augmentation to a central composite design (face-centred when a factor is a whole number);
+4. the quadratic model (reduced by AICc): lack of fit (p < 0.05; with replicates that repeat
+   exactly, any lack-of-fit sum of squares) or a predicted R² below 0.5 leads to Bayesian
+   optimization; otherwise its best configuration in the region (the canonical stationary point
+   when it is a maximum inside, the constrained optimum otherwise) gets `CONFIRMATION_RUNS`
+   confirmation runs;
+5. the confirmation's mean inside the 95 % prediction interval for the mean of that many runs
+   confirms the optimum and stops; outside it, Bayesian optimization takes over.
+
+Bayesian optimization also starts at once when the staged path cannot work: categorical factors
+(axial points mean nothing for a category), factor constraints that cut the factorial, a budget
+too small for screening + composite + confirmation, or runs that are no factorial at all (data
+recorded elsewhere). It then starts from a space-filling design when there are no runs. Once
+started it goes on: runs of type "bayes", "replicate" or "space_filling" mark that path, and its
+explanation repeats why it was taken.
+
+Design steps (screening, augmentation, path, confirmation) are proposed whole, whatever the batch
+size asked: their statistics need every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.stats
+
+from experiments import analysis
+from experiments.analysis import Analysis
+from experiments.analysis.statistics import curvature
+from experiments.constraints import Constraint
+from experiments.errors import DomainError
+from experiments.factors import Config, FactorSpace, Value
+from experiments.suggest.base import Limit, Plan, Runs, Suggestion
+from experiments.suggest.bayes import bayes_plan
+from experiments.suggest.initial import (
+    screening,
+    screening_design,
+    screening_size,
+    space_filling,
+)
+from experiments.suggest.sequential import augment, steepest_ascent, two_level_split
+from experiments.terms import ModelTerms, distinct_levels
+
+CONFIRMATION_RUNS = 2
+SIGNIFICANCE = 0.05
+# A quadratic model that predicts left-out runs worse than this does not place an optimum.
+MIN_PREDICTED_R_SQUARED = 0.5
+PATH_STEPS = 3
+# Centre points the composite design should have in all (the screening has 3 of them).
+COMPOSITE_CENTRE_POINTS = 4
+# Runs of the quadratic model's residual degrees of freedom wanted beyond its parameters.
+_SPARE_DF = 2
+BAYES_TYPES = frozenset({"bayes", "replicate", "space_filling"})
+
+
+def initial_runs(space: FactorSpace) -> int:
+    """Runs of the space-filling design that starts Bayesian optimization from nothing: two
+    per factor (at least 4), which measured better than k + 1 on every benchmark problem."""
+    return max(4, 2 * len(space))
+
+
+def auto(
+    space: FactorSpace,
+    runs: Runs,
+    *,
+    goal: str = "maximize",
+    count: int = 1,
+    constraints: Sequence[Constraint] = (),
+    limits: Sequence[Limit] = (),
+    seed: int = 0,
+    budget: int | None = None,
+) -> Plan:
+    """The next step of the staged path (module docstring), with its explanation."""
+    return _Auto(space, runs, goal, count, constraints, limits, seed, budget).plan()
+
+
+@dataclass(frozen=True)
+class _Auto:
+    space: FactorSpace
+    runs: Runs
+    goal: str
+    count: int
+    constraints: Sequence[Constraint]
+    limits: Sequence[Limit]
+    seed: int
+    budget: int | None
+
+    def plan(self) -> Plan:
+        step = self._step()
+        return self._bayes(step) if isinstance(step, str) else step
+
+    def _step(self) -> Plan | str:
+        """The next step, or why Bayesian optimization takes over (a sentence to complete)."""
+        if len(self.runs) == 0:
+            return self._start()
+        types = self.runs.types
+        if any(t in BAYES_TYPES for t in types):
+            return f"Bayesian optimization goes on. It was taken because {self._why()}"
+        categorical = [f.name for f in self.space.factors if not f.is_numeric]
+        if categorical:
+            return (
+                f"{categorical[0]} is categorical, and the composite design's axial points have"
+                " no meaning for a category"
+            )
+        if "path" in types:
+            return (
+                "the path of steepest ascent has been climbed to the edge of the region, where"
+                " a new local factorial would no longer fit inside the ranges"
+            )
+        if self._quadratic_estimable():
+            return self._response_surface()
+        if self.runs.failed:
+            return (
+                f"{len(self.runs.failed)} trial(s) failed, so the factorial is incomplete and"
+                " cannot carry a response surface"
+            )
+        split = two_level_split(self.space, self.runs.configs)
+        if split is None:
+            return (
+                "the runs are neither a two-level factorial nor a response-surface design, so"
+                " the staged path has nothing to build on"
+            )
+        return self._after_screening(*split)
+
+    def _why(self) -> str:
+        """Why Bayesian optimization was taken, from the runs made before it."""
+        types = self.runs.types
+        if "space_filling" in types:
+            return (
+                "the staged path could not be afforded or built, so it started from a"
+                " space-filling design"
+            )
+        staged = [i for i, t in enumerate(types) if t not in BAYES_TYPES]
+        if not staged:
+            return "every run so far came from it"
+        earlier = dataclasses.replace(self, runs=self.runs.subset(staged), budget=None)._step()
+        return earlier if isinstance(earlier, str) else "the staged path ended"
+
+    def _start(self) -> Plan:
+        """Screening, or a space-filling start when the staged path cannot be afforded."""
+        blocker = self._staged_blocker()
+        if blocker is not None:
+            n = initial_runs(self.space)
+            reason = (
+                f"Bayesian optimization is the better path here: {blocker}. It starts from a"
+                f" space-filling (maximin Latin hypercube) design of {n} runs."
+            )
+            found = space_filling(
+                self.space, n, self.constraints, self.seed, reason, already=self.runs.failed
+            )
+            return Plan("auto", "initial", reason, found)
+        reason = (
+            "Screening: a two-level factorial with centre points shows which factors matter,"
+            " and the centre points test whether the response curves inside the region."
+        )
+        return Plan(
+            "auto", "screening", reason, screening(self.space, self.constraints, self.seed, reason)
+        )
+
+    def _staged_blocker(self) -> str | None:
+        """Why the staged path cannot work from scratch, or None when it can."""
+        categorical = [f.name for f in self.space.factors if not f.is_numeric]
+        if categorical:
+            return f"{categorical[0]} is categorical, and axial points mean nothing for a category"
+        if self.runs.failed:
+            return "trials of this experiment failed before any succeeded"
+        size = screening_size(self.space, self.seed)
+        if size is None:
+            return "the factors cannot be screened by a two-level factorial"
+        needed = size + 2 * len(self.space) + 1 + CONFIRMATION_RUNS
+        if self.budget is not None and self.budget < needed:
+            return (
+                f"the budget of {self.budget} trials cannot pay for screening ({size} runs),"
+                f" the composite design's axial and centre runs ({2 * len(self.space) + 1}) and"
+                f" {CONFIRMATION_RUNS} confirmation runs ({needed} in all)"
+            )
+        try:
+            design = screening_design(self.space, self.constraints, self.seed)
+        except DomainError as error:
+            return error.rule
+        if design.removed_by_constraints:
+            return (
+                f"the factor constraints remove {design.removed_by_constraints} runs of the"
+                " screening factorial"
+            )
+        return None
+
+    def _after_screening(self, corners: list[int], centres: list[int]) -> Plan | str:
+        values = np.asarray(self.runs.values, dtype=float)
+        test = curvature(values[corners], values[centres])
+        if test is None:
+            why = (
+                "without two centre runs the factorial cannot test for curvature, so axial and"
+                " centre points are added, which estimate it directly"
+            )
+        elif _curved(test.p_value, test.difference):
+            evidence = (
+                f"curvature test p = {test.p_value:.3g}"
+                if test.p_value is not None
+                else "the centre runs repeat exactly, so the whole difference is curvature"
+            )
+            why = (
+                f"the centre runs average {test.centre_mean:.4g} against {test.factorial_mean:.4g}"
+                f" for the factorial runs: the response curves inside the region ({evidence}),"
+                " which a first-order model cannot describe"
+            )
+        else:
+            p_text = "no difference" if test.p_value is None else f"p = {test.p_value:.3g}"
+            path = self._path(p_text)
+            if path is not None:
+                return path
+            why = (
+                f"the curvature test finds no curvature ({p_text}) but the path of steepest"
+                " ascent ends at the edge of the region before its first step, so the optimum is"
+                " near the factorial's edge"
+            )
+        found = augment(
+            self.space,
+            self.runs.configs,
+            centre_points=COMPOSITE_CENTRE_POINTS,
+            constraints=self.constraints,
+        )
+        if self.budget is not None and self.budget < len(found) + CONFIRMATION_RUNS:
+            return (
+                f"{why}; but the {self.budget} trials left cannot pay for the composite design's"
+                f" {len(found)} runs and {CONFIRMATION_RUNS} confirmation runs"
+            )
+        explanation = f"Augment to a central composite design: {why}."
+        return Plan("auto", "augment", explanation, found)
+
+    def _path(self, p_text: str) -> Plan | None:
+        try:
+            found = steepest_ascent(
+                self.space,
+                self.runs.configs,
+                self.runs.values,
+                goal=self.goal,
+                count=max(self.count, PATH_STEPS),
+                constraints=self.constraints,
+            )
+        except DomainError:
+            return None
+        explanation = (
+            f"Climb the path of steepest ascent: the curvature test finds no curvature"
+            f" ({p_text}), so a first-order model describes the region and its gradient points"
+            " to better settings."
+        )
+        return Plan("auto", "steepest_ascent", explanation, found)
+
+    def _quadratic_estimable(self) -> bool:
+        fitted = [i for i, t in enumerate(self.runs.types) if t != "confirmation"]
+        configs = [self.runs.configs[i] for i in fitted]
+        checked = [self.space.check_config(c, in_region=False) for c in configs]
+        distinct = distinct_levels(self.space, checked)
+        if any(d < 3 for f, d in zip(self.space.factors, distinct, strict=True) if f.is_numeric):
+            return False
+        terms = ModelTerms(self.space, "quadratic", distinct)
+        return len(configs) >= len(terms.names) + _SPARE_DF
+
+    def _response_surface(self) -> Plan | str:
+        types = self.runs.types
+        fitted = [i for i, t in enumerate(types) if t != "confirmation"]
+        model = self._fit(fitted)
+        inadequate = _inadequacy(model)
+        if inadequate is not None:
+            return inadequate
+        best = model.optimum
+        confirmed = [
+            i
+            for i, t in enumerate(types)
+            if t == "confirmation" and _same(self.space, self.runs.configs[i], best.config)
+        ]
+        if not confirmed:
+            return self._confirm(model)
+        measured = [float(self.runs.values[i]) for i in confirmed]
+        low, high = _mean_interval(model, len(measured))
+        mean = float(np.mean(measured))
+        where = _describe(best.config)
+        if low <= mean <= high:
+            reason = (
+                f"The optimum is confirmed: {len(measured)} confirmation run(s) at {where}"
+                f" averaged {mean:.4g}, inside the 95 % prediction interval [{low:.4g},"
+                f" {high:.4g}] of the quadratic model's {best.predicted:.4g}."
+            )
+            return Plan("auto", "confirmed", reason, [], stop_reason=reason)
+        return (
+            f"the confirmation runs at {where} averaged {mean:.4g}, outside the 95 % prediction"
+            f" interval [{low:.4g}, {high:.4g}] of the quadratic model's {best.predicted:.4g}:"
+            " the model does not describe the response well enough near its optimum"
+        )
+
+    def _confirm(self, model: Analysis) -> Plan:
+        best = model.optimum
+        shape = ""
+        if model.canonical is not None:
+            inside = "inside" if model.canonical.inside else "outside"
+            shape = (
+                f" The fitted surface is a {model.canonical.nature} with its stationary point"
+                f" {inside} the region."
+            )
+        low, high = _mean_interval(model, CONFIRMATION_RUNS)
+        explanation = (
+            f"Confirm the optimum: the quadratic model ({len(model.terms)} terms, R²"
+            f" {_number(model.r_squared)}, no significant lack of fit) predicts"
+            f" {best.predicted:.4g} at {_describe(best.config)}.{shape} {CONFIRMATION_RUNS}"
+            " runs there check the prediction: their mean should fall inside"
+            f" [{low:.4g}, {high:.4g}]."
+        )
+        t = scipy.stats.t.ppf(0.975, max(model.residual_df, 1))
+        se = None
+        if best.ci_low is not None and best.ci_high is not None:
+            se = (best.ci_high - best.ci_low) / (2.0 * t)
+        found = [
+            Suggestion(
+                config=dict(best.config),
+                strategy="auto",
+                point_type="confirmation",
+                reason=explanation,
+                predicted=best.predicted,
+                uncertainty=se,
+                predicted_by="quadratic model",
+            )
+            for _ in range(CONFIRMATION_RUNS)
+        ]
+        return Plan("auto", "confirmation", explanation, found)
+
+    def _fit(self, keep: Sequence[int]) -> Analysis:
+        configs = [self.runs.configs[i] for i in keep]
+        return analysis.fit(
+            self.space,
+            configs,
+            [self.runs.values[i] for i in keep],
+            goal=self.goal,
+            model="auto",
+            constraints=self.constraints,
+            limits=[
+                analysis.ResponseLimit(
+                    response=limit.response,
+                    values=[self.runs.responses[limit.response][i] for i in keep],
+                    min=limit.min,
+                    max=limit.max,
+                )
+                for limit in self.limits
+            ],
+        )
+
+    def _bayes(self, why: str) -> Plan:
+        if why.startswith("Bayesian optimization goes on"):
+            explanation = why if why.endswith(".") else f"{why}."
+        else:
+            explanation = f"Bayesian optimization: {why}."
+        return bayes_plan(
+            self.space,
+            self.runs,
+            strategy="auto",
+            explanation=explanation,
+            goal=self.goal,
+            count=self.count,
+            constraints=self.constraints,
+            limits=self.limits,
+            seed=self.seed,
+        )
+
+
+def _inadequacy(model: Analysis) -> str | None:
+    """Why the quadratic model cannot be trusted to place the optimum, or None when it can."""
+    misfit = model.lack_of_fit
+    shape = "the response has more shape than a second-order surface can follow"
+    if misfit is not None and misfit.p_value is not None and misfit.p_value < SIGNIFICANCE:
+        return f"the quadratic model shows lack of fit (p = {misfit.p_value:.3g}): {shape}"
+    if misfit is not None and misfit.p_value is None and misfit.lack_of_fit_ss > 0:
+        # Replicates that repeat exactly leave no noise to test against: any misfit is real.
+        return (
+            "the quadratic model misses runs that repeat exactly (lack-of-fit sum of squares"
+            f" {misfit.lack_of_fit_ss:.4g} with no run-to-run noise): {shape}"
+        )
+    predicted = model.fit.predicted_r_squared
+    if predicted is None or predicted < MIN_PREDICTED_R_SQUARED:
+        value = "undefined" if predicted is None else f"{predicted:.2f}"
+        return (
+            f"the quadratic model predicts new runs poorly (predicted R² {value}, below"
+            f" {MIN_PREDICTED_R_SQUARED}): {shape}"
+        )
+    return None
+
+
+def _curved(p_value: float | None, difference: float) -> bool:
+    """Curvature is significant, or, with no noise to test against, present at all."""
+    return p_value < SIGNIFICANCE if p_value is not None else abs(difference) > 0
+
+
+def _mean_interval(model: Analysis, runs: int) -> tuple[float, float]:
+    """95 % prediction interval for the mean of `runs` new runs at the model's optimum."""
+    best = model.optimum
+    df = max(model.residual_df, 1)
+    t = float(scipy.stats.t.ppf(0.975, df))
+    se_fit = 0.0
+    if best.ci_low is not None and best.ci_high is not None:
+        se_fit = (best.ci_high - best.ci_low) / (2.0 * t)
+    sigma = model.rmse or 0.0
+    half = t * math.sqrt(se_fit**2 + sigma**2 / runs)
+    return best.predicted - half, best.predicted + half
+
+
+def _same(space: FactorSpace, a: object, b: Config) -> bool:
+    checked = space.check_config(a, in_region=False)  # type: ignore[arg-type]
+    return all(checked[n] == b[n] for n in space.names)
+
+
+def _describe(config: Config) -> str:
+    return ", ".join(f"{name}={_value(v)}" for name, v in config.items())
+
+
+def _value(value: Value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
