@@ -87,6 +87,43 @@ class Client:
         path = f"/experiments/{experiment_id}/analysis"
         return self._call("GET", path, params=params)  # type: ignore[no-any-return]
 
+    def suggest(
+        self, experiment_id: int, *, strategy: str = "auto", count: int = 1
+    ) -> dict[str, Any]:
+        """What to run next by `strategy`: the plan with its stored suggestions."""
+        path = f"/experiments/{experiment_id}/suggestions"
+        body = {"strategy": strategy, "count": count}
+        return self._call("POST", path, json=body)  # type: ignore[no-any-return]
+
+    def suggestions(self, experiment_id: int) -> list[dict[str, Any]]:
+        """Every suggestion made for the experiment."""
+        path = f"/experiments/{experiment_id}/suggestions"
+        return self._call("GET", path)  # type: ignore[no-any-return]
+
+    def accept(self, experiment_id: int, suggestion_id: int) -> dict[str, Any]:
+        """Turn a suggestion into a trial and run it; returns the trial."""
+        path = f"/experiments/{experiment_id}/suggestions/{suggestion_id}/accept"
+        return self._call("POST", path)  # type: ignore[no-any-return]
+
+    def optimize(
+        self,
+        experiment_id: int,
+        *,
+        budget: int,
+        strategy: str = "auto",
+        batch_size: int = 1,
+        stop_when_expected_improvement_below: float | None = None,
+    ) -> dict[str, Any]:
+        """Start the closed loop; returns the loop (follow it in `experiment()`)."""
+        body = {
+            "budget": budget,
+            "strategy": strategy,
+            "batch_size": batch_size,
+            "stop_when_expected_improvement_below": stop_when_expected_improvement_below,
+        }
+        path = f"/experiments/{experiment_id}/optimize"
+        return self._call("POST", path, json=body)  # type: ignore[no-any-return]
+
 
 def _message(response: httpx.Response) -> str:
     try:

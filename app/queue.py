@@ -9,6 +9,7 @@ import redis
 from celery import Celery
 
 RUN_TRIAL_TASK = "galera_doe.run_trial"
+ADVANCE_OPTIMIZATION_TASK = "galera_doe.advance_optimization"
 TRIALS_QUEUE = "trials"
 
 
@@ -28,12 +29,12 @@ class TaskQueue:
         self._celery = Celery("galera_doe_api", broker=broker_url)
         self._celery.conf.broker_connection_timeout = 3
 
-    def _send(self, trial_id: int) -> None:
+    def _send(self, record_id: int, task: str = RUN_TRIAL_TASK) -> None:
         try:
             # A short, bounded retry: a request must not hang while the broker is down.
             self._celery.send_task(
-                RUN_TRIAL_TASK,
-                args=[trial_id],
+                task,
+                args=[record_id],
                 queue=TRIALS_QUEUE,
                 retry=True,
                 retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
@@ -53,6 +54,10 @@ class TaskQueue:
                 self._send(trial_id)
             except BrokerUnavailableError as error:
                 raise BrokerUnavailableError(str(error), sent=sent) from error
+
+    async def enqueue_advance(self, optimization_id: int) -> None:
+        """Send one `advance_optimization(optimization_id)` message: the loop's next step."""
+        await asyncio.to_thread(self._send, optimization_id, ADVANCE_OPTIMIZATION_TASK)
 
     async def ping(self) -> None:
         """Raise BrokerUnavailableError unless the broker answers."""

@@ -39,3 +39,20 @@ class TrialSource(StrEnum):
 
     DESIGN = "design"
     OBSERVATION = "observation"
+    SUGGESTION = "suggestion"  # an accepted suggestion, or a run of the closed loop
+
+
+class OptimizationStatus(StrEnum):
+    """Where a closed optimization loop is: it runs until it stops, is cancelled or fails."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"  # budget used up, stopping rule met, or nothing left worth running
+    CANCELLED = "cancelled"
+    FAILED = "failed"  # the loop itself broke (its error is kept); its trials are kept
+
+
+class SuggestionStatus(StrEnum):
+    """A stored suggestion is open until it is accepted (turned into a trial)."""
+
+    OPEN = "open"
+    ACCEPTED = "accepted"

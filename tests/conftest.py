@@ -31,7 +31,8 @@ class ServiceMissingError(RuntimeError):
     """A service the suite needs is not reachable: the suite fails, it never skips."""
 
 
-async def _mariadb(statement: str) -> None:
+async def mariadb(statement: str) -> None:
+    """Run one statement on the test MariaDB server as root."""
     try:
         connection = await asyncmy.connect(**MARIADB)
     except Exception as error:
@@ -72,13 +73,13 @@ async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.
         yield url
         return
     name = f"galera_doe_test_{uuid.uuid4().hex[:10]}"
-    await _mariadb(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+    await mariadb(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
     url = f"mysql+asyncmy://root@127.0.0.1:3306/{name}?charset=utf8mb4"
     try:
         await asyncio.to_thread(upgrade_to_head, url)
         yield url
     finally:
-        await _mariadb(f"DROP DATABASE IF EXISTS {name}")
+        await mariadb(f"DROP DATABASE IF EXISTS {name}")
 
 
 @pytest.fixture(scope="session")

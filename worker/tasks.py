@@ -13,8 +13,9 @@ from datetime import timedelta
 from celery.signals import worker_shutdown
 
 from app.config import get_settings
-from app.queue import RUN_TRIAL_TASK, TaskQueue
-from app.services import trial_runs
+from app.queue import ADVANCE_OPTIMIZATION_TASK, RUN_TRIAL_TASK, TaskQueue
+from app.services import optimization, trial_runs
+from app.services.errors import UnavailableError
 from app.services.trial_runs import ClaimedTrial
 from app.statuses import Failure, TrialStatus
 from app.targets import load_targets
@@ -88,6 +89,7 @@ async def _run(claimed: ClaimedTrial) -> str:
         await trial_runs.record_success(
             session, claimed=claimed, responses=result.responses, raw_output=result.raw_output
         )
+    await _continue_loop(claimed.experiment_id)
     return "succeeded"
 
 
@@ -107,7 +109,49 @@ async def _failed(claimed: ClaimedTrial, error: str, failure: Failure) -> str:
     if status == TrialStatus.QUEUED:
         await TaskQueue(get_settings().broker_url).enqueue_trials([claimed.trial_id])
         return "requeued"
+    await _continue_loop(claimed.experiment_id)
     return "failed"
+
+
+async def _continue_loop(experiment_id: int) -> None:
+    """Send the next step of the experiment's optimization loop when this trial was the last
+    of its round."""
+    async with runtime.database().session() as session:
+        due = await trial_runs.optimization_to_advance(session, experiment_id=experiment_id)
+    if due is not None:
+        await TaskQueue(get_settings().broker_url).enqueue_advance(due)
+
+
+@celery_app.task(name=ADVANCE_OPTIMIZATION_TASK)
+def advance_optimization(optimization_id: int) -> str:
+    """Plan and send the next round of a closed optimization loop, or record why it stopped."""
+    return runtime.run(execute_advance(optimization_id))
+
+
+async def execute_advance(optimization_id: int) -> str:
+    """One step of the loop; a loop that breaks is marked failed with its error, never left
+    running with nothing to run."""
+    settings = get_settings()
+    queue = TaskQueue(settings.broker_url)
+    async with runtime.database().session() as session:
+        try:
+            sent = await optimization.advance(
+                session,
+                optimization_id=optimization_id,
+                queue=queue,
+                targets=load_targets(settings.targets_file),
+            )
+        except UnavailableError as error:
+            # The round's trials stay pending: a later start, or the next step, sends them.
+            log.warning("optimization %s: trials not sent: %s", optimization_id, error)
+            return "broker unavailable"
+        except Exception:
+            log.exception("optimization %s failed", optimization_id)
+            await optimization.fail(
+                session, optimization_id=optimization_id, error=traceback.format_exc(limit=5)
+            )
+            return "failed"
+    return f"sent {len(sent)} trial(s)"
 
 
 async def _wait_for_target(target: str, holder: str, lease: timedelta) -> None:

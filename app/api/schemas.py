@@ -189,6 +189,9 @@ class ExperimentOut(BaseModel):
     updated_at: datetime
     progress: dict[str, int]
     best: BestOut | None
+    optimization: OptimizationOut | None = Field(
+        default=None, description="the latest closed optimization loop, if any"
+    )
 
 
 class ExperimentWithTrialsOut(ExperimentOut):
@@ -266,19 +269,82 @@ class TargetOut(BaseModel):
 
 
 class SuggestionsIn(Strict):
-    """How many configurations to suggest, and by which strategy."""
+    """How many configurations to suggest, and by which strategy.
 
-    strategy: Literal["augment", "steepest_ascent", "bayes", "replicate"] = "bayes"
+    `auto` takes the staged path an expert would (screening, curvature test, composite design,
+    confirmation, Bayesian optimization where the quadratic model falls short); `count` is the
+    batch size of sequential picks, while design steps come whole.
+    """
+
+    strategy: Literal["auto", "augment", "steepest_ascent", "bayes", "replicate"] = "auto"
     count: int = Field(default=1, ge=1, le=20)
 
 
 class SuggestionOut(BaseModel):
-    """A configuration to run next, what the model expects of it, and why it was chosen."""
+    """A stored suggestion: the configuration, what the model expects of it, why it was
+    chosen, and the trial it became once accepted."""
 
-    config: dict[str, Value]
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    experiment_id: int
+    optimization_id: int | None
+    status: str
+    trial_id: int | None
     strategy: str
+    stage: str
     point_type: str
-    reason: str
+    config: dict[str, Value]
     predicted: float | None
-    uncertainty: float | None
+    uncertainty: float | None = Field(description="standard deviation of the predicted mean")
     expected_improvement: float | None
+    predicted_by: str | None
+    reason: str
+    based_on_trials: int
+    created_at: datetime
+
+
+class PlanOut(BaseModel):
+    """What a strategy proposes: its stage and why, the stored suggestions, or why to stop."""
+
+    strategy: str
+    stage: str
+    explanation: str
+    stop_reason: str | None
+    expected_improvement: float | None
+    suggestions: list[SuggestionOut]
+
+
+class OptimizeIn(Strict):
+    """A closed loop: suggest, run, refit, repeat until the budget or the stopping rule."""
+
+    strategy: Literal["auto", "bayes"] = "auto"
+    budget: int = Field(default=20, ge=1, le=500, description="trials the loop may run")
+    batch_size: int = Field(default=1, ge=1, le=20, description="trials per round")
+    stop_when_expected_improvement_below: float | None = Field(
+        default=None,
+        ge=0,
+        description="stop when no configuration is expected to gain this much (objective units)",
+    )
+
+
+class OptimizationOut(BaseModel):
+    """A closed optimization loop and its progress; `stop_reason` says why it stopped."""
+
+    id: int
+    experiment_id: int
+    status: str
+    strategy: str
+    budget: int
+    batch_size: int
+    stop_when_expected_improvement_below: float | None
+    rounds: int
+    trials_used: int
+    stage: str | None
+    explanation: str | None
+    expected_improvement: float | None
+    stop_reason: str | None
+    error: str | None
+    started_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None

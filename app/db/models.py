@@ -5,12 +5,28 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+)
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from app.statuses import ExperimentStatus, TrialSource, TrialStatus
+from app.statuses import (
+    ExperimentStatus,
+    OptimizationStatus,
+    SuggestionStatus,
+    TrialSource,
+    TrialStatus,
+)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -96,6 +112,9 @@ class Trial(Base):
     raw_output: Mapped[str | None] = mapped_column(LongText, nullable=True)
     error: Mapped[str | None] = mapped_column(LongText, nullable=True)
     failure: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    optimization_id: Mapped[int | None] = mapped_column(
+        ForeignKey("optimizations.id", ondelete="SET NULL"), nullable=True, index=True
+    )
 
 
 class TargetLease(Base):
@@ -106,3 +125,61 @@ class TargetLease(Base):
     target: Mapped[str] = mapped_column(String(100), primary_key=True)
     holder: Mapped[str] = mapped_column(String(200))
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Optimization(Base):
+    """A closed loop on an experiment: suggest, run, refit, repeat, until it stops."""
+
+    __tablename__ = "optimizations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default=OptimizationStatus.RUNNING)
+    strategy: Mapped[str] = mapped_column(String(40))
+    budget: Mapped[int] = mapped_column(Integer)
+    batch_size: Mapped[int] = mapped_column(Integer, default=1)
+    stop_below: Mapped[float | None] = mapped_column(Float, nullable=True)
+    rounds: Mapped[int] = mapped_column(Integer, default=0)
+    stage: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    explanation: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    expected_improvement: Mapped[float | None] = mapped_column(Float, nullable=True)
+    stop_reason: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    error: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class Suggestion(Base):
+    """A configuration a strategy proposed, with its prediction and reason; open until accepted.
+
+    The closed loop stores what it runs here too (accepted at once), so every trial it ran keeps
+    the reason it was chosen.
+    """
+
+    __tablename__ = "suggestions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    optimization_id: Mapped[int | None] = mapped_column(
+        ForeignKey("optimizations.id", ondelete="SET NULL"), nullable=True
+    )
+    trial_id: Mapped[int | None] = mapped_column(
+        ForeignKey("trials.id", ondelete="SET NULL"), nullable=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default=SuggestionStatus.OPEN)
+    strategy: Mapped[str] = mapped_column(String(40))
+    stage: Mapped[str] = mapped_column(String(40))
+    point_type: Mapped[str] = mapped_column(String(20))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    predicted: Mapped[float | None] = mapped_column(Float, nullable=True)
+    uncertainty: Mapped[float | None] = mapped_column(Float, nullable=True)
+    expected_improvement: Mapped[float | None] = mapped_column(Float, nullable=True)
+    predicted_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    reason: Mapped[str] = mapped_column(LongText)
+    based_on_trials: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

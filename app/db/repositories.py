@@ -10,8 +10,8 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Experiment, TargetLease, Trial, utcnow
-from app.statuses import TrialStatus
+from app.db.models import Experiment, Optimization, Suggestion, TargetLease, Trial, utcnow
+from app.statuses import OptimizationStatus, SuggestionStatus, TrialStatus
 
 
 async def get_experiment(session: AsyncSession, experiment_id: int) -> Experiment | None:
@@ -144,3 +144,75 @@ async def release_target_lease(session: AsyncSession, target: str, *, holder: st
         delete(TargetLease).where(TargetLease.target == target, TargetLease.holder == holder)
     )
     await session.commit()
+
+
+async def get_optimization(session: AsyncSession, optimization_id: int) -> Optimization | None:
+    """One optimization loop by id, read afresh."""
+    return await session.get(Optimization, optimization_id, populate_existing=True)
+
+
+async def latest_optimization(session: AsyncSession, experiment_id: int) -> Optimization | None:
+    """The experiment's most recent optimization loop, if any."""
+    query = (
+        select(Optimization)
+        .where(Optimization.experiment_id == experiment_id)
+        .order_by(Optimization.id.desc())
+        .limit(1)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.scalars(query)).first()
+
+
+async def running_optimization(session: AsyncSession, experiment_id: int) -> Optimization | None:
+    """The experiment's running optimization loop, if one runs."""
+    query = (
+        select(Optimization)
+        .where(
+            Optimization.experiment_id == experiment_id,
+            Optimization.status == OptimizationStatus.RUNNING,
+        )
+        .execution_options(populate_existing=True)
+    )
+    return (await session.scalars(query)).first()
+
+
+async def claim_round(session: AsyncSession, optimization_id: int, *, seen: int) -> bool:
+    """Take the next round of a running loop if no one took it since `seen`: one atomic UPDATE."""
+    result = await session.execute(
+        update(Optimization)
+        .where(
+            Optimization.id == optimization_id,
+            Optimization.rounds == seen,
+            Optimization.status == OptimizationStatus.RUNNING,
+        )
+        .values(rounds=seen + 1, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+async def get_suggestion(session: AsyncSession, suggestion_id: int) -> Suggestion | None:
+    """One stored suggestion by id, read afresh."""
+    return await session.get(Suggestion, suggestion_id, populate_existing=True)
+
+
+async def list_suggestions(session: AsyncSession, experiment_id: int) -> Sequence[Suggestion]:
+    """An experiment's stored suggestions, oldest first."""
+    query = (
+        select(Suggestion)
+        .where(Suggestion.experiment_id == experiment_id)
+        .order_by(Suggestion.id)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.scalars(query)).all()
+
+
+async def accept_suggestion(session: AsyncSession, suggestion_id: int, *, trial_id: int) -> bool:
+    """open -> accepted with its trial, atomically; False when it was accepted already."""
+    result = await session.execute(
+        update(Suggestion)
+        .where(Suggestion.id == suggestion_id, Suggestion.status == SuggestionStatus.OPEN)
+        .values(status=SuggestionStatus.ACCEPTED, trial_id=trial_id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1  # type: ignore[attr-defined]

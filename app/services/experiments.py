@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
-from app.db.models import Experiment, Trial, utcnow
+from app.db.models import Experiment, Optimization, Trial, utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
 from app.services import designs
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
-from app.statuses import ExperimentStatus, TrialSource, TrialStatus
+from app.statuses import ExperimentStatus, OptimizationStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments import analysis
 from experiments.analysis.optimize import check_desirability
@@ -50,12 +50,22 @@ class Best:
 
 
 @dataclass(frozen=True)
+class LoopProgress:
+    """An optimization loop and how many trials of its budget it has used."""
+
+    optimization: Optimization
+    trials_used: int
+
+
+@dataclass(frozen=True)
 class ExperimentDetail:
-    """An experiment with its progress (trial counts by status) and, if asked, its trials."""
+    """An experiment with its progress (trial counts by status), its latest optimization loop
+    and, if asked, its trials."""
 
     experiment: Experiment
     progress: dict[str, int]
     best: Best | None
+    optimization: LoopProgress | None = None
     trials: Sequence[Trial] = field(default_factory=list)
 
 
@@ -77,7 +87,7 @@ async def create(
     max_design_runs: int,
 ) -> ExperimentDetail:
     """Validate the factor space, objective and target, plan the design and store it all."""
-    target = _target(targets, new.target)
+    target = target_of(targets, new.target)
     space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
     objective = _check_objective(new.objective, target)
     experiment = Experiment(
@@ -116,12 +126,13 @@ async def get(
     session: AsyncSession, *, experiment_id: int, with_trials: bool = False
 ) -> ExperimentDetail:
     """One experiment with its progress."""
-    experiment = await _experiment(session, experiment_id)
+    experiment = await experiment_of(session, experiment_id)
     trials = await repositories.list_trials(session, experiment_id)
     return ExperimentDetail(
         experiment=experiment,
         progress=_progress(trials),
         best=_best(experiment, trials),
+        optimization=_loop(await repositories.latest_optimization(session, experiment_id), trials),
         trials=trials if with_trials else [],
     )
 
@@ -134,7 +145,12 @@ async def get_all(session: AsyncSession, *, limit: int, offset: int) -> list[Exp
         trials = await repositories.list_trials(session, experiment.id)
         details.append(
             ExperimentDetail(
-                experiment=experiment, progress=_progress(trials), best=_best(experiment, trials)
+                experiment=experiment,
+                progress=_progress(trials),
+                best=_best(experiment, trials),
+                optimization=_loop(
+                    await repositories.latest_optimization(session, experiment.id), trials
+                ),
             )
         )
     return details
@@ -142,7 +158,7 @@ async def get_all(session: AsyncSession, *, limit: int, offset: int) -> list[Exp
 
 async def get_trials(session: AsyncSession, *, experiment_id: int) -> Sequence[Trial]:
     """An experiment's trials in run order."""
-    await _experiment(session, experiment_id)
+    await experiment_of(session, experiment_id)
     return await repositories.list_trials(session, experiment_id)
 
 
@@ -162,26 +178,36 @@ async def start(
     targets: Mapping[str, TargetSpec],
 ) -> ExperimentDetail:
     """Queue every pending trial in run order; each is committed as queued before it is sent."""
-    experiment = await _experiment(session, experiment_id)
+    experiment = await experiment_of(session, experiment_id)
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(f"experiment {experiment_id} was cancelled; it cannot be started")
-    target = _target(targets, experiment.target)
+    target = target_of(targets, experiment.target)
     if not target.runnable:
         raise ConflictError(
             f"target '{target.name}' is {target.kind}: it runs nothing; "
             f"record results with POST /experiments/{experiment_id}/observations"
         )
     pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    ids = [t.id for t in pending]
+    await send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
+    return await get(session, experiment_id=experiment_id)
+
+
+async def send_trials(
+    session: AsyncSession, *, experiment: Experiment, trial_ids: Sequence[int], queue: TaskQueue
+) -> list[int]:
+    """Queue pending trials in the order given and send them to the workers; returns the ids
+    sent. Raises UnavailableError when the broker is down: what was not sent stays pending."""
     # One transaction of conditional updates: a concurrent start waits on these rows and then
     # finds them no longer pending, so no trial is sent twice. Committed before anything is sent,
     # so a worker always finds its trial queued.
     now, status_before = utcnow(), experiment.status
     queued = [
-        trial.id
-        for trial in pending
+        trial_id
+        for trial_id in trial_ids
         if await repositories.transition(
             session,
-            trial.id,
+            trial_id,
             from_statuses=[TrialStatus.PENDING],
             to_status=TrialStatus.QUEUED,
             values={"queued_at": now},
@@ -206,13 +232,19 @@ async def start(
             experiment.status = status_before
         await session.commit()
         raise UnavailableError(str(error)) from error
-    return await get(session, experiment_id=experiment_id)
+    return queued
 
 
 async def cancel(session: AsyncSession, *, experiment_id: int) -> ExperimentDetail:
-    """Cancel every trial that has not started; running trials finish and are kept."""
-    experiment = await _experiment(session, experiment_id)
+    """Cancel every trial that has not started and the running optimization loop; running
+    trials finish and are kept."""
+    experiment = await experiment_of(session, experiment_id)
     await repositories.cancel_unstarted_trials(session, experiment_id)
+    loop = await repositories.running_optimization(session, experiment_id)
+    if loop is not None:
+        loop.status = OptimizationStatus.CANCELLED
+        loop.stop_reason = "the experiment was cancelled"
+        loop.finished_at = utcnow()
     experiment.status = ExperimentStatus.CANCELLED
     await session.commit()
     return await get(session, experiment_id=experiment_id)
@@ -230,8 +262,8 @@ async def record_observations(
     An observation whose configuration matches a pending planned trial fills that trial;
     any other becomes a new trial.
     """
-    experiment = await _experiment(session, experiment_id)
-    target = _target(targets, experiment.target)
+    experiment = await experiment_of(session, experiment_id)
+    target = target_of(targets, experiment.target)
     if target.runnable:
         raise ConflictError(
             f"target '{target.name}' is {target.kind}: its trials are run by the workers; "
@@ -256,14 +288,13 @@ async def record_observations(
         trial = next((t for t in pending if t.config == config), None)
         if trial is None:
             next_order += 1
-            trial = Trial(
+            trial = new_trial(
+                space,
                 experiment_id=experiment_id,
                 run_order=next_order,
+                config=config,
                 point_type="observed",
                 source=TrialSource.OBSERVATION,
-                config=config,
-                coded=dict(zip(space.names, space.encode(config).tolist(), strict=True)),
-                attempts=0,
             )
             session.add(trial)
         else:
@@ -272,9 +303,36 @@ async def record_observations(
         trial.responses = responses
         trial.started_at = trial.finished_at = now
         recorded.append(trial)
-    experiment.status = ExperimentStatus.RUNNING if pending else ExperimentStatus.COMPLETED
+    looping = await repositories.running_optimization(session, experiment_id) is not None
+    done = not pending and not looping
+    experiment.status = ExperimentStatus.COMPLETED if done else ExperimentStatus.RUNNING
     await session.commit()
     return recorded
+
+
+def new_trial(
+    space: FactorSpace,
+    *,
+    experiment_id: int,
+    run_order: int,
+    config: Mapping[str, Any],
+    point_type: str,
+    source: TrialSource,
+    optimization_id: int | None = None,
+) -> Trial:
+    """A new pending trial of one configuration, with its coded values."""
+    checked = space.check_config(config)
+    return Trial(
+        experiment_id=experiment_id,
+        run_order=run_order,
+        point_type=point_type,
+        source=source,
+        config=checked,
+        coded=dict(zip(space.names, space.encode(checked).tolist(), strict=True)),
+        status=TrialStatus.PENDING,
+        attempts=0,
+        optimization_id=optimization_id,
+    )
 
 
 async def analyze(
@@ -286,7 +344,7 @@ async def analyze(
     targets: Mapping[str, TargetSpec],
 ) -> AnalysisReport:
     """Fit a model of one response on the succeeded trials and find its optimum."""
-    experiment = await _experiment(session, experiment_id)
+    experiment = await experiment_of(session, experiment_id)
     name = response or experiment.objective["response"]
     target = targets.get(experiment.target)
     if target is not None:
@@ -340,14 +398,16 @@ async def analyze(
     )
 
 
-async def _experiment(session: AsyncSession, experiment_id: int) -> Experiment:
+async def experiment_of(session: AsyncSession, experiment_id: int) -> Experiment:
+    """The experiment, or NotFoundError."""
     experiment = await repositories.get_experiment(session, experiment_id)
     if experiment is None:
         raise NotFoundError("experiment", experiment_id)
     return experiment
 
 
-def _target(targets: Mapping[str, TargetSpec], name: str) -> TargetSpec:
+def target_of(targets: Mapping[str, TargetSpec], name: str) -> TargetSpec:
+    """The named target, or DomainError naming `target` and the known ones."""
     if name not in targets:
         raise DomainError("target", f"unknown target '{name}'; known: {', '.join(sorted(targets))}")
     return targets[name]
@@ -424,6 +484,22 @@ def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
 def _value(trial: Trial, response: str) -> float | None:
     value = (trial.responses or {}).get(response)
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+async def loop_progress(session: AsyncSession, loop: Optimization) -> LoopProgress:
+    """A loop with the number of trials it has run so far."""
+    trials = await repositories.list_trials(session, loop.experiment_id)
+    progress = _loop(loop, trials)
+    assert progress is not None
+    return progress
+
+
+def _loop(loop: Optimization | None, trials: Sequence[Trial]) -> LoopProgress | None:
+    if loop is None:
+        return None
+    return LoopProgress(
+        optimization=loop, trials_used=sum(t.optimization_id == loop.id for t in trials)
+    )
 
 
 def _progress(trials: Sequence[Trial]) -> dict[str, int]:

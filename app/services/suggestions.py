@@ -1,42 +1,198 @@
-"""Use case: suggest the next configurations of an experiment (nothing is stored or run)."""
+"""Use cases of suggestions: propose the next configurations (stored, not run), accept one."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
-from app.services.errors import NotFoundError
-from app.statuses import TrialStatus
+from app.db import models, repositories
+from app.queue import TaskQueue
+from app.services import experiments
+from app.services.errors import ConflictError, NotFoundError
+from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialStatus
+from app.targets import TargetSpec
+from experiments.analysis.numbers import finite_or_none
+from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace
-from experiments.suggest import Suggestion, suggest
+from experiments.suggest import Limit, Plan, Runs, suggest
 
 
-async def get_suggestions(
-    session: AsyncSession, *, experiment_id: int, strategy: str, count: int
-) -> list[Suggestion]:
-    """Suggestions from the succeeded trials that measured the objective's response."""
-    experiment = await repositories.get_experiment(session, experiment_id)
-    if experiment is None:
-        raise NotFoundError("experiment", experiment_id)
-    response = experiment.objective["response"]
-    trials = [
-        t
-        for t in await repositories.list_trials(session, experiment_id)
-        if t.status == TrialStatus.SUCCEEDED
-        and isinstance((t.responses or {}).get(response), int | float)
-        and math.isfinite(t.responses[response])  # type: ignore[index]
+@dataclass(frozen=True)
+class Objective:
+    """What the strategies optimize for an experiment, read off its objective."""
+
+    goal: str
+    limits: list[Limit]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A strategy's plan and the suggestions stored from it (with their ids)."""
+
+    plan: Plan
+    suggestions: list[models.Suggestion]
+
+
+def runs_of(
+    experiment: models.Experiment, trials: Sequence[models.Trial]
+) -> tuple[Runs, Objective]:
+    """The trials as the strategies see them: succeeded runs that measured everything the
+    objective needs, their point types and limited responses, and the failed configurations.
+
+    An objective that combines responses by desirability is optimized as their overall
+    desirability (maximized); otherwise the objective's response in its direction.
+    """
+    objective = experiment.objective
+    limits = [
+        Limit(response=b["response"], min=b.get("min"), max=b.get("max"))
+        for b in objective.get("constraints") or []
     ]
+    goals = objective.get("desirability") or []
+    needed = [objective["response"], *(lim.response for lim in limits)]
+    needed += [g["response"] for g in goals]
+    configs, values, types, failed = [], [], [], []
+    responses: dict[str, list[float]] = {lim.response: [] for lim in limits}
+    for trial in trials:
+        if trial.status == TrialStatus.FAILED:
+            failed.append(trial.config)
+        measured = _measured(trial.responses or {})
+        if trial.status != TrialStatus.SUCCEEDED or not all(n in measured for n in needed):
+            continue
+        configs.append(trial.config)
+        types.append(trial.point_type)
+        if goals:
+            values.append(measured_desirability(goals, measured))
+        else:
+            values.append(measured[objective["response"]])
+        for lim in limits:
+            responses[lim.response].append(measured[lim.response])
+    runs = Runs(
+        configs=configs, values=values, point_types=types, responses=responses, failed=failed
+    )
+    goal = "maximize" if goals else objective["goal"]
+    return runs, Objective(goal=goal, limits=limits)
+
+
+def plan_for(
+    experiment: models.Experiment,
+    trials: Sequence[models.Trial],
+    *,
+    strategy: str,
+    count: int,
+    budget: int | None = None,
+) -> Plan:
+    """What `strategy` proposes next for the experiment (nothing is stored)."""
+    runs, objective = runs_of(experiment, trials)
     space = FactorSpace.from_dicts(experiment.factors)
     return suggest(
         strategy,
         space,
-        [t.config for t in trials],
-        [float(t.responses[response]) for t in trials],  # type: ignore[index]
-        goal=experiment.objective["goal"],
+        runs,
+        goal=objective.goal,
         count=count,
         constraints=parse_constraints(experiment.constraints, space),
+        limits=objective.limits,
         seed=experiment.id,
+        budget=budget,
     )
+
+
+def stored(
+    experiment: models.Experiment, plan: Plan, *, based_on: int, optimization_id: int | None
+) -> list[models.Suggestion]:
+    """Rows for the plan's suggestions (added to nothing yet)."""
+    return [
+        models.Suggestion(
+            experiment_id=experiment.id,
+            optimization_id=optimization_id,
+            status=SuggestionStatus.OPEN,
+            strategy=plan.strategy,
+            stage=plan.stage,
+            point_type=s.point_type,
+            config=s.config,
+            predicted=finite_or_none(s.predicted),
+            uncertainty=finite_or_none(s.uncertainty),
+            expected_improvement=finite_or_none(s.expected_improvement),
+            predicted_by=s.predicted_by,
+            reason=s.reason,
+            based_on_trials=based_on,
+        )
+        for s in plan.suggestions
+    ]
+
+
+async def propose(
+    session: AsyncSession, *, experiment_id: int, strategy: str, count: int
+) -> Proposal:
+    """The next configurations by `strategy`, stored as open suggestions; nothing runs."""
+    experiment = await experiments.experiment_of(session, experiment_id)
+    trials = await repositories.list_trials(session, experiment_id)
+    plan = plan_for(experiment, trials, strategy=strategy, count=count)
+    based_on = sum(t.status == TrialStatus.SUCCEEDED for t in trials)
+    rows = stored(experiment, plan, based_on=based_on, optimization_id=None)
+    session.add_all(rows)
+    await session.commit()
+    return Proposal(plan=plan, suggestions=rows)
+
+
+async def get_all(session: AsyncSession, *, experiment_id: int) -> Sequence[models.Suggestion]:
+    """The experiment's stored suggestions, oldest first."""
+    await experiments.experiment_of(session, experiment_id)
+    return await repositories.list_suggestions(session, experiment_id)
+
+
+async def accept(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    suggestion_id: int,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+) -> models.Trial:
+    """Turn an open suggestion into a trial and run it (on a manual target, the trial waits
+    for its observation). Raises ConflictError when it was accepted already."""
+    experiment = await experiments.experiment_of(session, experiment_id)
+    suggestion = await repositories.get_suggestion(session, suggestion_id)
+    if suggestion is None or suggestion.experiment_id != experiment_id:
+        raise NotFoundError("suggestion", suggestion_id)
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(f"experiment {experiment_id} was cancelled; it runs nothing more")
+    if suggestion.status != SuggestionStatus.OPEN:
+        raise ConflictError(
+            f"suggestion {suggestion_id} was accepted already: it is trial {suggestion.trial_id}"
+        )
+    target = experiments.target_of(targets, experiment.target)
+    space = FactorSpace.from_dicts(experiment.factors)
+    trial = experiments.new_trial(
+        space,
+        experiment_id=experiment_id,
+        run_order=await repositories.max_run_order(session, experiment_id) + 1,
+        config=suggestion.config,
+        point_type=suggestion.point_type,
+        source=TrialSource.SUGGESTION,
+    )
+    session.add(trial)
+    await session.flush()
+    if not await repositories.accept_suggestion(session, suggestion_id, trial_id=trial.id):
+        await session.rollback()
+        raise ConflictError(f"suggestion {suggestion_id} was accepted already")
+    experiment.status = ExperimentStatus.RUNNING
+    await session.commit()
+    if target.runnable:
+        await experiments.send_trials(
+            session, experiment=experiment, trial_ids=[trial.id], queue=queue
+        )
+    return await experiments.get_trial(session, trial_id=trial.id)
+
+
+def _measured(responses: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        name: float(value)
+        for name, value in responses.items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }

@@ -97,6 +97,18 @@ async def record_failure(
     return TrialStatus.FAILED if done else None
 
 
+async def optimization_to_advance(session: AsyncSession, *, experiment_id: int) -> int | None:
+    """The experiment's running optimization loop when every trial has finished: its next
+    round is due. None otherwise."""
+    loop = await repositories.running_optimization(session, experiment_id)
+    if loop is None:
+        return None
+    trials = await repositories.list_trials(session, experiment_id)
+    if all(trial.status in FINAL_TRIAL_STATUSES for trial in trials):
+        return loop.id
+    return None
+
+
 async def target_name(session: AsyncSession, *, trial_id: int) -> str | None:
     """The target a queued trial runs on; None when the trial is not queued (nothing to do)."""
     trial = await repositories.get_trial(session, trial_id)
@@ -137,6 +149,8 @@ async def _complete_experiment_if_done(session: AsyncSession, experiment_id: int
     experiment = await repositories.get_experiment(session, experiment_id)
     if experiment is None or experiment.status != ExperimentStatus.RUNNING:
         return
+    if await repositories.running_optimization(session, experiment_id) is not None:
+        return  # the loop completes the experiment when it stops
     trials = await repositories.list_trials(session, experiment_id)
     if all(trial.status in FINAL_TRIAL_STATUSES for trial in trials):
         experiment.status = ExperimentStatus.COMPLETED

@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from app.db import repositories
-from app.db.migrate import SchemaOutOfDateError, ensure_schema, head_revision
-from app.db.models import Base, Experiment, Trial
+from app.db.migrate import (
+    SchemaOutOfDateError,
+    alembic_config,
+    ensure_schema,
+    head_revision,
+    upgrade_to_head,
+)
+from app.db.models import Base, Experiment, Optimization, Suggestion, Trial
 from app.db.session import Database
 from app.services import trial_runs
 from app.statuses import Failure, TrialStatus
+from tests.conftest import mariadb
 
 
 async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int:
@@ -190,3 +200,52 @@ async def test_a_target_is_leased_to_one_holder_at_a_time(database):
     for target, holder in (("lab", "w2"), ("ext", "w2"), ("old", "w4")):
         async with database.session() as session:
             await trial_runs.release_target(session, target=target, holder=holder)
+
+
+@pytest.fixture
+async def scratch_url(database_url: str, tmp_path) -> AsyncIterator[str]:
+    """An empty database of its own on the same backend, for migrating up and down."""
+    if database_url.startswith("sqlite"):
+        yield f"sqlite+aiosqlite:///{tmp_path / 'scratch.sqlite3'}"
+        return
+    name = f"galera_doe_scratch_{uuid.uuid4().hex[:10]}"
+    await mariadb(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+    try:
+        yield database_url.rsplit("/", 1)[0] + f"/{name}?charset=utf8mb4"
+    finally:
+        await mariadb(f"DROP DATABASE IF EXISTS {name}")
+
+
+async def test_the_loop_tables_migrate_down_and_up_keeping_the_trials(scratch_url):
+    await asyncio.to_thread(upgrade_to_head, scratch_url)
+    database = Database(scratch_url)
+    try:
+        trial_id = await new_trial(database, TrialStatus.SUCCEEDED)
+        async with database.session() as session:
+            trial = await repositories.get_trial(session, trial_id)
+            loop = Optimization(experiment_id=trial.experiment_id, strategy="bayes", budget=5)
+            session.add(loop)
+            await session.flush()
+            trial.optimization_id = loop.id
+            session.add(
+                Suggestion(
+                    experiment_id=trial.experiment_id, optimization_id=loop.id, trial_id=trial_id,
+                    strategy="bayes", stage="bayes", point_type="bayes", config={"nodes": 3},
+                    reason="because", status="accepted",
+                )
+            )  # fmt: skip
+            await session.commit()
+        await database.dispose()
+        await asyncio.to_thread(command.downgrade, alembic_config(scratch_url), "0003")
+        async with database.engine.connect() as connection:
+            tables = await connection.run_sync(lambda c: inspect(c).get_table_names())
+            assert "optimizations" not in tables and "suggestions" not in tables
+            count = await connection.execute(text("SELECT COUNT(*) FROM trials"))
+            assert count.scalar_one() == 1
+        await database.dispose()
+        await asyncio.to_thread(upgrade_to_head, scratch_url)
+        async with database.session() as session:
+            trial = await repositories.get_trial(session, trial_id)
+            assert trial is not None and trial.optimization_id is None
+    finally:
+        await database.dispose()

@@ -1,4 +1,5 @@
-"""POST /experiments/{id}/suggestions: what to run next, by strategy, without running it."""
+"""Suggestions over REST: stored with ids and reasons, accepted into trials, and the closed loop
+on a manual target, where each round waits for its observations (both database backends)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,40 @@ FACTORS = [
 ]
 
 
-async def observed_factorial(api) -> int:
-    """A manual experiment with a 2^2 factorial and centre points observed."""
-    spec = {"name": "next", "target": "manual", "factors": FACTORS, "design": None,
-            "objective": {"response": "tps"}}  # fmt: skip
-    experiment = (await api.post("/experiments", json=spec)).json()
-    runs = [*itertools.product([1, 9], [4, 64]), (5, 16), (5, 16)]
-    tps = [500, 900, 700, 1500, 1100, 1120]
+def manual_spec(**objective) -> dict:
+    return {
+        "name": "next",
+        "target": "manual",
+        "factors": FACTORS,
+        "design": None,
+        "objective": {"response": "tps", **objective},
+    }
+
+
+def tps(config: dict) -> float:
+    """A bowl with its top at 5 nodes and 16 threads per client."""
+    return (
+        1500.0 - 40.0 * (config["nodes"] - 5) ** 2 - 0.4 * (config["threads_per_client"] - 16) ** 2
+    )
+
+
+async def observe(api, experiment_id: int, configs: list[dict], noise: float = 0.0) -> None:
+    """Record each configuration's tps, the last one `noise` above the bowl."""
+    values = [tps(c) for c in configs]
+    values[-1] += noise
     observations = [
-        {"config": {"nodes": n, "threads_per_client": t}, "responses": {"tps": y}}
-        for (n, t), y in zip(runs, tps, strict=True)
+        {"config": c, "responses": {"tps": y}} for c, y in zip(configs, values, strict=True)
     ]
-    recorded = await api.post(f"/experiments/{experiment['id']}/observations", json=observations)
+    recorded = await api.post(f"/experiments/{experiment_id}/observations", json=observations)
     assert recorded.status_code == 201, recorded.text
+
+
+async def observed_factorial(api) -> int:
+    """A manual experiment with a 2^2 factorial and two centre points observed."""
+    experiment = (await api.post("/experiments", json=manual_spec())).json()
+    runs = [*itertools.product([1, 9], [4, 64]), (5, 16), (5, 16)]
+    configs = [{"nodes": n, "threads_per_client": t} for n, t in runs]
+    await observe(api, experiment["id"], configs, noise=12.0)
     return int(experiment["id"])
 
 
@@ -33,8 +55,9 @@ async def observed_factorial(api) -> int:
     [
         ("augment", 4, {"axial", "centre"}),
         ("steepest_ascent", 3, {"path"}),
-        ("bayes", 2, {"bayes"}),
+        ("bayes", 2, {"bayes", "replicate"}),
         ("replicate", 1, {"replicate"}),
+        ("auto", 1, {"axial", "centre"}),
     ],
 )
 async def test_every_strategy_suggests_valid_configurations(api, strategy, count, point_types):
@@ -44,33 +67,177 @@ async def test_every_strategy_suggests_valid_configurations(api, strategy, count
         f"/experiments/{experiment_id}/suggestions", json={"strategy": strategy, "count": count}
     )
     assert response.status_code == 200, response.text
-    suggestions = response.json()
-    assert 1 <= len(suggestions) <= count
+    plan = response.json()
+    assert plan["strategy"] == strategy and plan["explanation"] and plan["stop_reason"] is None
+    suggestions = plan["suggestions"]
+    assert suggestions
+    if strategy != "auto":  # auto's design steps come whole
+        assert len(suggestions) <= count
     for suggestion in suggestions:
         config = suggestion["config"]
         assert 1 <= config["nodes"] <= 9 and isinstance(config["nodes"], int)
         assert 4 <= config["threads_per_client"] <= 64
         assert suggestion["strategy"] == strategy and suggestion["reason"]
         assert suggestion["point_type"] in point_types
-    # Suggesting stores and runs nothing.
+        assert suggestion["status"] == "open" and suggestion["trial_id"] is None
+        # Every suggestion comes with a prediction and its uncertainty, and says whose.
+        assert suggestion["predicted"] is not None and suggestion["uncertainty"] is not None
+        assert suggestion["predicted_by"]
+        assert suggestion["based_on_trials"] == 6
+    # Suggesting stores the suggestions and runs nothing.
     assert (await api.get(f"/experiments/{experiment_id}/trials")).json() == before
+    listed = (await api.get(f"/experiments/{experiment_id}/suggestions")).json()
+    assert [s["id"] for s in listed] == [s["id"] for s in suggestions]
+
+
+async def test_auto_explains_its_stage(api):
+    experiment_id = await observed_factorial(api)
+    plan = (await api.post(f"/experiments/{experiment_id}/suggestions", json={})).json()
+    assert plan["strategy"] == "auto" and plan["stage"] == "augment"
+    assert "curvature test p = " in plan["explanation"]
+
+
+async def test_an_accepted_suggestion_becomes_a_trial_once(api):
+    experiment_id = await observed_factorial(api)
+    plan = (
+        await api.post(f"/experiments/{experiment_id}/suggestions", json={"strategy": "bayes"})
+    ).json()
+    (suggestion,) = plan["suggestions"]
+    path = f"/experiments/{experiment_id}/suggestions/{suggestion['id']}/accept"
+    accepted = await api.post(path)
+    assert accepted.status_code == 201, accepted.text
+    trial = accepted.json()
+    assert trial["config"] == suggestion["config"] and trial["source"] == "suggestion"
+    assert trial["point_type"] == suggestion["point_type"]
+    assert trial["status"] == "pending"  # a manual target: it waits for its observation
+    again = await api.post(path)
+    assert again.status_code == 409 and str(trial["id"]) in again.json()["detail"]
+    listed = (await api.get(f"/experiments/{experiment_id}/suggestions")).json()
+    assert listed[-1]["status"] == "accepted" and listed[-1]["trial_id"] == trial["id"]
+    # The observation of that configuration fills the trial.
+    await observe(api, experiment_id, [suggestion["config"]])
+    filled = (await api.get(f"/trials/{trial['id']}")).json()
+    assert filled["status"] == "succeeded" and filled["responses"]["tps"] == tps(trial["config"])
+
+
+async def test_accepting_a_suggestion_of_another_experiment_or_none_is_404(api):
+    first = await observed_factorial(api)
+    second = await observed_factorial(api)
+    plan = (await api.post(f"/experiments/{first}/suggestions", json={"strategy": "bayes"})).json()
+    sid = plan["suggestions"][0]["id"]
+    assert (await api.post(f"/experiments/{second}/suggestions/{sid}/accept")).status_code == 404
+    assert (await api.post(f"/experiments/{first}/suggestions/99999/accept")).status_code == 404
+    assert (await api.get("/experiments/424242/suggestions")).status_code == 404
 
 
 async def test_bad_suggestion_requests_are_refused(api):
     experiment_id = await observed_factorial(api)
     path = f"/experiments/{experiment_id}/suggestions"
-    assert (await api.post(path, json={"strategy": "magic"})).status_code == 422
+    wrong = await api.post(path, json={"strategy": "magic"})
+    assert wrong.status_code == 422 and wrong.json()["detail"][0]["loc"][-1] == "strategy"
     assert (await api.post(path, json={"count": 0})).status_code == 422
     assert (await api.post("/experiments/424242/suggestions", json={})).status_code == 404
 
 
-@pytest.mark.parametrize("strategy", ["augment", "steepest_ascent", "bayes", "replicate"])
-async def test_without_observations_a_strategy_says_what_it_needs(api, strategy):
-    spec = {"name": "empty", "target": "manual", "factors": FACTORS, "design": None,
-            "objective": {"response": "tps"}}  # fmt: skip
-    experiment = (await api.post("/experiments", json=spec)).json()
+@pytest.mark.parametrize("strategy", ["augment", "steepest_ascent", "replicate"])
+async def test_without_observations_a_step_strategy_says_what_it_needs(api, strategy):
+    experiment = (await api.post("/experiments", json=manual_spec())).json()
     response = await api.post(
         f"/experiments/{experiment['id']}/suggestions", json={"strategy": strategy}
     )
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["msg"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "stage", "point_type"),
+    [("auto", "screening", {"factorial", "centre"}), ("bayes", "initial", {"space_filling"})],
+)
+async def test_without_observations_auto_screens_and_bayes_fills_the_space(
+    api, strategy, stage, point_type
+):
+    experiment = (await api.post("/experiments", json=manual_spec())).json()
+    plan = (
+        await api.post(f"/experiments/{experiment['id']}/suggestions", json={"strategy": strategy})
+    ).json()
+    assert plan["stage"] == stage
+    assert {s["point_type"] for s in plan["suggestions"]} == point_type
+    assert all(s["predicted"] is None for s in plan["suggestions"])  # nothing to model yet
+
+
+async def test_closed_loop_on_a_manual_target_waits_for_each_rounds_observations(api):
+    experiment = (await api.post("/experiments", json=manual_spec())).json()
+    experiment_id = experiment["id"]
+    started = await api.post(
+        f"/experiments/{experiment_id}/optimize", json={"strategy": "bayes", "budget": 9}
+    )
+    assert started.status_code == 202, started.text
+    loop = started.json()
+    assert loop["status"] == "running" and loop["rounds"] == 1 and loop["stage"] == "initial"
+    for _ in range(20):
+        detail = (await api.get(f"/experiments/{experiment_id}")).json()
+        if detail["optimization"]["status"] != "running":
+            break
+        pending = [
+            t
+            for t in (await api.get(f"/experiments/{experiment_id}/trials")).json()
+            if t["status"] == "pending"
+        ]
+        assert pending, detail
+        assert all(t["source"] == "suggestion" for t in pending)
+        await observe(api, experiment_id, [t["config"] for t in pending])
+    loop = detail["optimization"]
+    assert loop["status"] == "stopped" and loop["trials_used"] == 9
+    assert loop["stop_reason"] == "the budget of trials is used up"
+    assert detail["status"] == "completed" and detail["progress"]["succeeded"] == 9
+    # Every trial the loop ran keeps the reason it was chosen.
+    reasons = (await api.get(f"/experiments/{experiment_id}/suggestions")).json()
+    assert len(reasons) == 9 and all(s["status"] == "accepted" and s["trial_id"] for s in reasons)
+    assert {s["optimization_id"] for s in reasons} == {loop["id"]}
+
+
+async def test_closed_loop_stops_when_the_expected_improvement_is_small(api):
+    experiment_id = await observed_factorial(api)
+    started = await api.post(
+        f"/experiments/{experiment_id}/optimize",
+        json={"strategy": "bayes", "budget": 30, "stop_when_expected_improvement_below": 1e9},
+    )
+    assert started.status_code == 202, started.text
+    loop = started.json()
+    assert loop["status"] == "stopped" and loop["trials_used"] == 0
+    assert "below the threshold" in loop["stop_reason"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"strategy": "augment"}, "strategy"),
+        ({"budget": 0}, "budget"),
+        ({"budget": 501}, "budget"),
+        ({"batch_size": 21}, "batch_size"),
+        ({"stop_when_expected_improvement_below": -1}, "stop_when_expected_improvement_below"),
+        ({"rounds": 3}, "rounds"),
+    ],
+)
+async def test_bad_optimize_requests_name_the_field(api, body, field):
+    experiment_id = await observed_factorial(api)
+    response = await api.post(f"/experiments/{experiment_id}/optimize", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"][-1] == field
+
+
+async def test_one_loop_at_a_time_and_none_on_a_cancelled_experiment(api):
+    experiment_id = await observed_factorial(api)
+    path = f"/experiments/{experiment_id}/optimize"
+    assert (await api.post(path, json={"strategy": "bayes", "budget": 5})).status_code == 202
+    second = await api.post(path, json={"strategy": "bayes"})
+    assert second.status_code == 409 and "already runs" in second.json()["detail"]
+    cancelled = (await api.post(f"/experiments/{experiment_id}/cancel")).json()
+    assert cancelled["optimization"]["status"] == "cancelled"
+    assert cancelled["progress"]["pending"] == 0
+    assert (await api.post(path, json={})).status_code == 409
+    plan = (
+        await api.post(f"/experiments/{experiment_id}/suggestions", json={"strategy": "bayes"})
+    ).json()
+    accept = f"/experiments/{experiment_id}/suggestions/{plan['suggestions'][0]['id']}/accept"
+    assert (await api.post(accept)).status_code == 409

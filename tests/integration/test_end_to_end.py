@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from celery import Celery
 
 from app.client import Client
 from app.config import Settings
-from app.processes import running_service, wait_until
+from app.processes import wait_until
 from app.queue import RUN_TRIAL_TASK, TRIALS_QUEUE
 
 pytestmark = pytest.mark.integration
@@ -26,18 +24,6 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "
 def quickstart_on_simulated() -> dict:
     """The quickstart experiment, on the simulated cluster."""
     return yaml.safe_load(QUICKSTART.read_text()) | {"target": "simulated"}
-
-
-@pytest.fixture(scope="module")
-def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    """The API and one worker as child processes, on the test database and the test Redis."""
-    redis.Redis.from_url(settings.broker_url).delete(TRIALS_QUEUE)
-    env = os.environ | {
-        "GALERA_DOE_DATABASE_URL": settings.database_url,
-        "GALERA_DOE_BROKER_URL": settings.broker_url,
-    }
-    with running_service(env, tmp_path_factory.mktemp("service")) as running:
-        yield running.client
 
 
 def wait_for_status(client: Client, experiment_id: int, status: str, timeout: float = 120) -> dict:

@@ -24,6 +24,7 @@ from app.processes import running_service
 from app.queue import TRIALS_QUEUE
 from app.targets import MEASURED_RESPONSES
 from tests.integration.test_end_to_end import run_to_completion
+from tests.integration.test_optimization_loop import wait_for_loop
 from worker import galera, sysbench
 
 pytestmark = pytest.mark.integration
@@ -212,3 +213,26 @@ def test_a_server_variable_the_server_refuses_is_infeasible_and_not_retried(serv
     (trial,) = service.trials(created["id"])
     assert trial["status"] == "failed" and trial["failure"] == "infeasible"
     assert trial["attempts"] == 1 and "innodb_page_size" in trial["error"]
+
+
+@pytest.mark.parametrize("target", ["lab-it", "external-it"])
+def test_a_closed_loop_runs_on_a_real_cluster(service: Client, target: str):
+    spec = {
+        "name": f"closed loop on {target}",
+        "target": target,
+        "factors": [
+            {"name": "threads_per_client", "kind": "integer", "low": 1, "high": 8, "scale": "log2"}
+        ],
+        "design": None,
+        "objective": {"response": "tps"},
+    }
+    created = service.create_experiment(spec)
+    service.optimize(created["id"], budget=5, strategy="bayes")
+    done = wait_for_loop(service, created["id"], timeout=600)
+    loop = done["optimization"]
+    assert loop["status"] == "stopped" and loop["trials_used"] == 5, loop
+    assert loop["stage"] == "bayes" and loop["rounds"] >= 2
+    trials = service.trials(created["id"])
+    assert all(t["status"] == "succeeded" for t in trials), [t["error"] for t in trials]
+    kinds = [t["point_type"] for t in sorted(trials, key=lambda t: t["run_order"])]
+    assert kinds[:4] == ["space_filling"] * 4 and kinds[4] in ("bayes", "replicate")

@@ -7,17 +7,16 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, status
 
 from app.api.deps import ExperimentId, QueueDep, SessionDep, SettingsDep, TargetsDep
+from app.api.routes.suggestions import optimization_out
 from app.api.schemas import (
     AnalysisOut,
     ExperimentIn,
     ExperimentOut,
     ExperimentWithTrialsOut,
     ObservationIn,
-    SuggestionOut,
-    SuggestionsIn,
     TrialOut,
 )
-from app.services import experiments, suggestions
+from app.services import experiments, optimization
 from app.services.experiments import ExperimentDetail, NewExperiment
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -39,6 +38,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
         updated_at=e.updated_at,
         progress=detail.progress,
         best=detail.best,  # type: ignore[arg-type]
+        optimization=optimization_out(detail.optimization) if detail.optimization else None,
     )
 
 
@@ -109,17 +109,23 @@ async def cancel_experiment(experiment_id: ExperimentId, session: SessionDep) ->
 async def record_observations(
     experiment_id: ExperimentId,
     session: SessionDep,
+    queue: QueueDep,
     targets: TargetsDep,
     observations: Annotated[list[ObservationIn], Body(max_length=1000)],
 ) -> list[TrialOut]:
-    """Record results measured elsewhere (manual targets only); all or none are stored."""
+    """Record results measured elsewhere (manual targets only); all or none are stored. A
+    running optimization loop then plans its next round."""
     trials = await experiments.record_observations(
         session,
         experiment_id=experiment_id,
         observations=[o.model_dump() for o in observations],
         targets=targets,
     )
-    return [TrialOut.model_validate(t) for t in trials]
+    recorded = [TrialOut.model_validate(t) for t in trials]
+    await optimization.advance_running(
+        session, experiment_id=experiment_id, queue=queue, targets=targets
+    )
+    return recorded
 
 
 @router.get("/{experiment_id}/analysis")
@@ -140,14 +146,3 @@ async def analyze_experiment(
         trials_failed=report.trials_failed,
         **report.result,
     )
-
-
-@router.post("/{experiment_id}/suggestions")
-async def suggest_next(
-    experiment_id: ExperimentId, body: SuggestionsIn, session: SessionDep
-) -> list[SuggestionOut]:
-    """Configurations to run next, with predictions and reasons; nothing is stored or run."""
-    found = await suggestions.get_suggestions(
-        session, experiment_id=experiment_id, strategy=body.strategy, count=body.count
-    )
-    return [SuggestionOut.model_validate(s.as_dict()) for s in found]

@@ -1,0 +1,282 @@
+"""Use case: the closed loop. Suggest, run, refit, repeat, until the budget or a stopping rule.
+
+A loop advances one round at a time: when every trial of its experiment has finished, `advance`
+asks the strategy for the next batch (`experiments.suggest.next_batch`), stores each pick as an
+accepted suggestion with its reason, creates the trials and sends them to the workers. The
+worker that records the last trial of a round sends the next `advance` (by task name); on a
+manual target `advance` runs in the API when observations arrive, and the round's trials wait
+for them. The round counter is taken with one conditional UPDATE, so a round is planned once
+however often `advance` is delivered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import models, repositories
+from app.db.models import utcnow
+from app.queue import BrokerUnavailableError, TaskQueue
+from app.services import experiments, suggestions
+from app.services.errors import ConflictError, NotFoundError, UnavailableError
+from app.statuses import (
+    FINAL_TRIAL_STATUSES,
+    ExperimentStatus,
+    OptimizationStatus,
+    SuggestionStatus,
+    TrialSource,
+    TrialStatus,
+)
+from app.targets import TargetSpec
+from experiments.analysis.numbers import finite_or_none
+from experiments.constraints import parse_constraints
+from experiments.errors import DomainError
+from experiments.factors import FactorSpace
+from experiments.suggest import DONE, Plan, next_batch
+
+LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")
+MAX_BUDGET = 500
+MAX_BATCH_SIZE = 20
+
+
+@dataclass(frozen=True)
+class LoopRequest:
+    """How a client asks for a closed loop."""
+
+    strategy: str = "auto"
+    budget: int = 20
+    batch_size: int = 1
+    stop_when_expected_improvement_below: float | None = None
+
+    def check(self) -> None:
+        """Raise DomainError naming the first field that breaks its rule."""
+        if self.strategy not in LOOP_STRATEGIES:
+            raise DomainError(
+                "strategy",
+                f"a closed loop runs one of {', '.join(LOOP_STRATEGIES)}: the other strategies"
+                " take one step and cannot go on by themselves",
+            )
+        if not 1 <= self.budget <= MAX_BUDGET:
+            raise DomainError("budget", f"must be a whole number from 1 to {MAX_BUDGET}")
+        if not 1 <= self.batch_size <= MAX_BATCH_SIZE:
+            raise DomainError("batch_size", f"must be a whole number from 1 to {MAX_BATCH_SIZE}")
+        threshold = self.stop_when_expected_improvement_below
+        if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
+            raise DomainError(
+                "stop_when_expected_improvement_below",
+                "must be a finite number of at least 0, in the objective's units",
+            )
+
+
+async def start(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    request: LoopRequest,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+) -> experiments.LoopProgress:
+    """Start a closed loop on the experiment. Trials still pending are sent first; the loop's
+    first round is planned when every trial has finished."""
+    request.check()
+    experiment = await experiments.experiment_of(session, experiment_id)
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(f"experiment {experiment_id} was cancelled; it runs nothing more")
+    target = experiments.target_of(targets, experiment.target)
+    running = await repositories.running_optimization(session, experiment_id)
+    if running is not None:
+        raise ConflictError(
+            f"optimization {running.id} already runs on experiment {experiment_id}; wait for it"
+            " to stop, or cancel the experiment"
+        )
+    loop = models.Optimization(
+        experiment_id=experiment_id,
+        status=OptimizationStatus.RUNNING,
+        strategy=request.strategy,
+        budget=request.budget,
+        batch_size=request.batch_size,
+        stop_below=request.stop_when_expected_improvement_below,
+        rounds=0,
+    )
+    session.add(loop)
+    experiment.status = ExperimentStatus.RUNNING
+    await session.commit()
+    if not target.runnable:
+        await advance(session, optimization_id=loop.id, queue=queue, targets=targets)
+        return await experiments.loop_progress(session, await _get(session, loop.id))
+    pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    try:
+        if pending:
+            # The loop builds on the planned runs: they run first, and the last one to finish
+            # sends the loop's first round.
+            ids = [t.id for t in pending]
+            await experiments.send_trials(
+                session, experiment=experiment, trial_ids=ids, queue=queue
+            )
+        else:
+            await queue.enqueue_advance(loop.id)
+    except (UnavailableError, BrokerUnavailableError) as error:
+        await _finish(session, loop, OptimizationStatus.FAILED, error=f"not started: {error}")
+        raise UnavailableError(str(error)) from error
+    return await experiments.loop_progress(session, await _get(session, loop.id))
+
+
+async def _get(session: AsyncSession, optimization_id: int) -> models.Optimization:
+    loop = await repositories.get_optimization(session, optimization_id)
+    if loop is None:
+        raise NotFoundError("optimization", optimization_id)
+    return loop
+
+
+async def advance(
+    session: AsyncSession,
+    *,
+    optimization_id: int,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+) -> list[int]:
+    """Plan and start the loop's next round if it is due; returns the trial ids it sent.
+
+    Nothing happens while the loop is not running or a trial of its experiment has not
+    finished. A round that ends the loop records why (budget, stopping rule, the strategy has
+    nothing worth running) and completes the experiment.
+    """
+    loop = await repositories.get_optimization(session, optimization_id)
+    if loop is None or loop.status != OptimizationStatus.RUNNING:
+        return []
+    experiment = await experiments.experiment_of(session, loop.experiment_id)
+    trials = await repositories.list_trials(session, experiment.id)
+    if experiment.status == ExperimentStatus.CANCELLED:
+        await _finish(session, loop, OptimizationStatus.CANCELLED, "the experiment was cancelled")
+        return []
+    if any(t.status not in FINAL_TRIAL_STATUSES for t in trials):
+        return []
+    seen = loop.rounds
+    used = sum(t.optimization_id == loop.id for t in trials)
+    plan = _next(experiment, trials, loop, used)
+    if not await repositories.claim_round(session, loop.id, seen=seen):
+        await session.rollback()
+        return []  # another delivery of this step planned the round
+    if plan.stage != DONE:  # a stop for budget or error keeps the stage the loop was at
+        loop.stage, loop.explanation = plan.stage, plan.explanation
+        loop.expected_improvement = finite_or_none(plan.expected_improvement)
+    if plan.stop_reason is not None:
+        await _finish(session, loop, OptimizationStatus.STOPPED, plan.stop_reason)
+        return []
+    space = FactorSpace.from_dicts(experiment.factors)
+    plan = _grouped(space, plan)
+    order = await repositories.max_run_order(session, experiment.id)
+    rows = suggestions.stored(
+        experiment,
+        plan,
+        based_on=sum(t.status == TrialStatus.SUCCEEDED for t in trials),
+        optimization_id=loop.id,
+    )
+    created = []
+    for offset, (row, suggestion) in enumerate(zip(rows, plan.suggestions, strict=True), start=1):
+        trial = experiments.new_trial(
+            space,
+            experiment_id=experiment.id,
+            run_order=order + offset,
+            config=suggestion.config,
+            point_type=suggestion.point_type,
+            source=TrialSource.SUGGESTION,
+            optimization_id=loop.id,
+        )
+        session.add(trial)
+        await session.flush()
+        row.status, row.trial_id = SuggestionStatus.ACCEPTED, trial.id
+        session.add(row)
+        created.append(trial.id)
+    experiment.status = ExperimentStatus.RUNNING
+    await session.commit()
+    if not experiments.target_of(targets, experiment.target).runnable:
+        return []  # the round's trials wait for their observations
+    return await experiments.send_trials(
+        session, experiment=experiment, trial_ids=created, queue=queue
+    )
+
+
+async def fail(session: AsyncSession, *, optimization_id: int, error: str) -> None:
+    """Mark a running loop failed with the error that broke it; its trials are kept."""
+    await session.rollback()
+    loop = await repositories.get_optimization(session, optimization_id)
+    if loop is not None and loop.status == OptimizationStatus.RUNNING:
+        await _finish(session, loop, OptimizationStatus.FAILED, error=error)
+
+
+async def advance_running(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+) -> None:
+    """Advance the experiment's running loop, if there is one (after new observations)."""
+    loop = await repositories.running_optimization(session, experiment_id)
+    if loop is not None:
+        await advance(session, optimization_id=loop.id, queue=queue, targets=targets)
+
+
+def _next(
+    experiment: models.Experiment,
+    trials: list[models.Trial],
+    loop: models.Optimization,
+    used: int,
+) -> Plan:
+    runs, objective = suggestions.runs_of(experiment, trials)
+    space = FactorSpace.from_dicts(experiment.factors)
+    try:
+        return next_batch(
+            loop.strategy,
+            space,
+            runs,
+            goal=objective.goal,
+            batch_size=loop.batch_size,
+            budget_left=loop.budget - used,
+            stop_below=loop.stop_below,
+            constraints=parse_constraints(experiment.constraints, space),
+            limits=objective.limits,
+            seed=experiment.id + loop.rounds,
+        )
+    except DomainError as error:
+        reason = f"the {loop.strategy} strategy cannot go on: {error.rule}"
+        return Plan(loop.strategy, DONE, reason, [], stop_reason=reason)
+
+
+def _grouped(space: FactorSpace, plan: Plan) -> Plan:
+    """A batch of sequential picks ordered by the hard-to-change factors, so the cluster is
+    resized as rarely as the batch allows (designs come in their own split-plot order)."""
+    slow = [f.name for f in space.factors if f.hard_to_change]
+    if not slow or plan.stage != "bayes":
+        return plan
+    # A factor's values are all numbers or all strings, so the tuples compare position by position.
+    ordered = sorted(plan.suggestions, key=lambda s: tuple(s.config[n] for n in slow))
+    return dataclasses.replace(plan, suggestions=ordered)
+
+
+async def _finish(
+    session: AsyncSession,
+    loop: models.Optimization,
+    status: OptimizationStatus,
+    reason: str | None = None,
+    *,
+    error: str | None = None,
+) -> None:
+    loop.status = status
+    loop.stop_reason = reason
+    loop.error = error
+    loop.finished_at = utcnow()
+    experiment = await repositories.get_experiment(session, loop.experiment_id)
+    trials = await repositories.list_trials(session, loop.experiment_id)
+    if (
+        experiment is not None
+        and experiment.status == ExperimentStatus.RUNNING
+        and all(t.status in FINAL_TRIAL_STATUSES for t in trials)
+    ):
+        experiment.status = ExperimentStatus.COMPLETED
+    await session.commit()
