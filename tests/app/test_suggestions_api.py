@@ -7,6 +7,8 @@ import itertools
 
 import pytest
 
+from app.services import optimization
+
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
     {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
@@ -241,3 +243,17 @@ async def test_one_loop_at_a_time_and_none_on_a_cancelled_experiment(api):
     ).json()
     accept = f"/experiments/{experiment_id}/suggestions/{plan['suggestions'][0]['id']}/accept"
     assert (await api.post(accept)).status_code == 409
+
+
+async def test_a_loop_that_breaks_is_marked_failed_with_its_error(api, database):
+    experiment_id = await observed_factorial(api)
+    path = f"/experiments/{experiment_id}/optimize"
+    loop = (await api.post(path, json={"strategy": "bayes", "budget": 5})).json()
+    async with database.session() as session:
+        await optimization.fail(session, optimization_id=loop["id"], error="Traceback: boom")
+    detail = (await api.get(f"/experiments/{experiment_id}")).json()
+    assert detail["optimization"]["status"] == "failed"
+    assert detail["optimization"]["error"] == "Traceback: boom"
+    assert detail["optimization"]["finished_at"] is not None
+    # A failed loop runs nothing more, and a new one may start.
+    assert (await api.post(path, json={"strategy": "bayes", "budget": 1})).status_code == 202

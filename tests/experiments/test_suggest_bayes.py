@@ -238,3 +238,32 @@ def test_one_suggestion_from_60_runs_of_5_factors_within_a_second():
     print(f"bayes: one suggestion from 60 runs of 5 factors in {elapsed:.3f} s")
     assert sp.check_config(s.config) == s.config
     assert elapsed < 2.0
+
+
+def noisy_plateau(noise: float) -> tuple[list[dict], list[float]]:
+    """30 runs of a response that barely changes near its top, measured with `noise`."""
+    rng = np.random.default_rng(3)
+    configs = [
+        {"nodes": int(n), "threads": int(t)}
+        for n, t in zip(rng.integers(1, 10, 30), rng.integers(1, 65, 30), strict=True)
+    ]
+    values = [1000 - 2 * (c["nodes"] - 5) ** 2 + rng.normal(0, noise) for c in configs]
+    return configs, values
+
+
+def test_noise_that_makes_the_best_uncertain_gets_a_replicate_of_it_first():
+    configs, values = noisy_plateau(noise=15.0)
+    first, second = bayes(NODES_THREADS, configs, values, count=2, seed=0)
+    assert first.point_type == "replicate" and second.point_type == "bayes"
+    assert first.config in configs and second.config not in configs
+    assert "chance of being truly better" in first.reason
+    assert first.predicted is not None and first.uncertainty > 0
+    # Not again within five runs of the last replicate: learning where the optimum is comes first.
+    (later,) = bayes(NODES_THREADS, configs, values, point_types=["bayes"] * 29 + ["replicate"])
+    assert later.point_type == "bayes"
+
+
+def test_without_noise_the_best_is_never_replicated():
+    configs, values = noisy_plateau(noise=0.0)
+    suggestions = bayes(NODES_THREADS, configs, values, count=3, seed=0)
+    assert all(s.point_type == "bayes" and s.config not in configs for s in suggestions)
