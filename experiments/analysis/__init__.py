@@ -20,6 +20,7 @@ import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.explain import Explanation, explain
+from experiments.analysis.model import CONFIDENCE, fit_model
 from experiments.analysis.numbers import finite_or_none
 from experiments.analysis.optimize import (
     DesirabilityGoal,
@@ -53,17 +54,14 @@ from experiments.analysis.surface import (
     Selection,
     canonical,
     natural_coefficients,
-    select_terms,
 )
 from experiments.constraints import Constraint
-from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import GOALS, check_goal
 from experiments.terms import (
     MODEL_ORDERS,
     ModelTerms,
     columns_of,
-    distinct_levels,
     factor_columns,
     main_columns,
 )
@@ -81,7 +79,6 @@ __all__ = [
 ]
 
 MODELS: tuple[str, ...] = MODEL_ORDERS
-CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -272,32 +269,14 @@ def fit(
     honours integer and categorical levels and the factor constraints.
     """
     check_goal(goal)
-    if model not in MODELS:
-        raise DomainError("model", f"must be one of {', '.join(MODELS)}")
-    if len(configs) != len(values):
-        raise DomainError(
-            "response", f"{len(values)} values were given for {len(configs)} configurations"
-        )
-    observed = [_checked_config(space, i, config) for i, config in enumerate(configs)]
-    y = np.array([_checked_value(i, value) for i, value in enumerate(values)])
-    # "auto" starts from the quadratic model and drops terms hierarchically by AICc.
-    terms = ModelTerms(
-        space, "quadratic" if model == "auto" else model, distinct_levels(space, observed)
+    fitted = fit_model(space, configs, values, model)
+    observed, y, terms, x, results = (
+        fitted.observed,
+        fitted.y,
+        fitted.terms,
+        fitted.x,
+        fitted.results,
     )
-    if len(y) < len(terms.names) + 1 and model != "auto":
-        raise DomainError(
-            "response",
-            f"the {model} model has {len(terms.names)} parameters, so it needs at least "
-            f"{len(terms.names) + 1} observations; {len(y)} given",
-        )
-    mains = main_columns(space, observed)
-    selection = None
-    if model == "auto":
-        selection = select_terms(terms.matrix(mains), y, terms.names, terms.factors)
-        terms = terms.restricted(selection.kept)
-    x = terms.matrix(mains)
-    _check_estimable(x, terms.names)
-    results = sm.OLS(y, x).fit()
     labels = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(y))]
     # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -337,7 +316,7 @@ def fit(
             residual_df=round(results.df_resid),
             ranked_factors=ranked,
             optimum=best,
-            selection=selection,
+            selection=fitted.selection,
             anova=table,
             fit=statistics,
             lack_of_fit=misfit,
@@ -428,37 +407,6 @@ def _lenth(space: FactorSpace, observed: list[Config], y: np.ndarray) -> Lenth |
         return None
     params = np.linalg.lstsq(np.column_stack(columns), y, rcond=None)[0]
     return lenth({name: 2.0 * float(b) for name, b in zip(names, params[1:], strict=True)})
-
-
-def _checked_config(space: FactorSpace, index: int, config: Mapping[str, object]) -> Config:
-    try:
-        return space.check_config(config, in_region=False)
-    except DomainError as error:
-        raise DomainError(f"configs.{index}.{error.field}", error.rule) from None
-
-
-def _checked_value(index: int, value: object) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        number = math.nan
-    if isinstance(value, bool) or not math.isfinite(number):
-        raise DomainError("response", f"value {index} is not a finite number")
-    return number
-
-
-def _check_estimable(x: np.ndarray, names: list[str]) -> None:
-    """Refuse a model matrix whose columns are linearly dependent (terms not separable)."""
-    _, r, order = scipy.linalg.qr(x, mode="economic", pivoting=True)
-    diagonal = np.abs(np.diag(r))
-    rank = int(np.sum(diagonal > diagonal[0] * max(x.shape) * np.finfo(float).eps))
-    if rank < x.shape[1]:
-        dependent = ", ".join(names[j] for j in sorted(order[rank:]))
-        raise DomainError(
-            "response",
-            f"the observations cannot separate {dependent} from the other terms: "
-            "add runs that vary these factors independently",
-        )
 
 
 def _centre_mains(space: FactorSpace) -> np.ndarray:

@@ -489,6 +489,7 @@ class RunDiagnostic:
     """Residual diagnostics of one run; None where undefined (a perfect fit, leverage 1)."""
 
     label: str
+    fitted: float
     residual: float
     studentized_residual: float | None
     leverage: float
@@ -542,11 +543,13 @@ def diagnostics(results: RegressionResults, run_labels: Sequence[str]) -> Diagno
         else:
             cooks = np.full(n, np.nan)
     residuals = np.asarray(results.resid, dtype=float)
+    fitted = np.asarray(results.fittedvalues, dtype=float)
     leverage_limit = 2.0 * p / n
     runs, standouts = [], []
     for i, label in enumerate(run_labels):
         run = RunDiagnostic(
             label=str(label),
+            fitted=float(fitted[i]),
             residual=float(residuals[i]),
             studentized_residual=None if h[i] >= 1 - 1e-10 else finite_or_none(studentized[i]),
             leverage=float(h[i]),

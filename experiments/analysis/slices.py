@@ -1,0 +1,125 @@
+"""Slices of a fitted response surface: predictions over one or two factors with the others held
+fixed (at the optimum, usually), for contour, surface, main-effect and interaction plots."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from experiments.analysis import ResponseLimit
+from experiments.analysis.model import FittedModel
+from experiments.analysis.numbers import finite_or_none
+from experiments.constraints import Constraint, satisfied_rows
+from experiments.errors import DomainError
+from experiments.factors import Config, Factor, Value
+
+MIN_POINTS = 2
+MAX_POINTS = 200
+
+
+@dataclass(frozen=True)
+class SlicePoint:
+    """A run projected onto the slice's plane: its settings of the slice's factors, its value."""
+
+    x: Value
+    y: Value | None
+    value: float
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Predicted means over `x_values` (and `y_values`, one row per y value) with 95 %
+    confidence intervals, the other factors held at `held`. `feasible` is False where a factor
+    constraint or a limit on another response (predicted by the same terms) is broken. `runs`
+    are every observed run, projected onto the plane."""
+
+    x: str
+    y: str | None
+    x_values: list[Value]
+    y_values: list[Value]
+    predicted: list[list[float]]
+    ci_low: list[list[float | None]]
+    ci_high: list[list[float | None]]
+    feasible: list[list[bool]]
+    held: Config
+    runs: list[SlicePoint]
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+
+def grid_values(factor: Factor, points: int) -> list[Value]:
+    """About `points` settings across the factor's region, evenly spaced on its scale: every
+    level of a categorical factor or of a factor given by levels, every whole number of an
+    integer range that has at most `points` of them."""
+    if factor.levels is not None and factor.kind != "continuous":
+        levels = list(factor.levels)
+        return sorted(levels, key=float) if factor.is_numeric else levels
+    low, high = factor.bounds
+    if factor.kind == "integer" and high - low + 1 <= points:
+        return list(range(int(low), int(high) + 1))
+    values = [factor.decode(float(c)) for c in np.linspace(-1.0, 1.0, points)]
+    return list(dict.fromkeys(values))
+
+
+def response_slice(
+    fitted: FittedModel,
+    *,
+    x: str,
+    y: str | None = None,
+    held: Mapping[str, Value],
+    points: int = 40,
+    y_points: int | None = None,
+    constraints: Sequence[Constraint] = (),
+    limits: Sequence[ResponseLimit] = (),
+) -> Slice:
+    """Predict the response over `x` (and `y`, at `y_points` settings, `points` by default) with
+    every other factor at its `held` value."""
+    space = fitted.space
+    for field, name in (("x", x), ("y", y)):
+        if name is not None and name not in space.names:
+            raise DomainError(field, f"must name a factor of the experiment ({space.names})")
+    if y == x:
+        raise DomainError("y", "must be another factor than x")
+    for field, count in (("points", points), ("y_points", y_points or points)):
+        if not MIN_POINTS <= count <= MAX_POINTS:
+            raise DomainError(field, f"must be between {MIN_POINTS} and {MAX_POINTS}")
+    base = space.check_config(held, in_region=False)
+    x_values = grid_values(space[x], points)
+    y_values = grid_values(space[y], y_points or points) if y is not None else []
+    rows: list[Value | None] = list(y_values) if y is not None else [None]
+    configs = [
+        {**base, x: xv} | ({y: yv} if y is not None else {}) for yv in rows for xv in x_values
+    ]
+    prediction = fitted.predict(configs)
+    feasible = satisfied_rows(constraints, space, configs)
+    matrix = fitted.matrix(configs)
+    for limit in limits:
+        predicted = matrix @ np.asarray(fitted.same_terms(limit.values).params)
+        if limit.min is not None:
+            feasible &= predicted >= limit.min
+        if limit.max is not None:
+            feasible &= predicted <= limit.max
+    shape = (len(rows), len(x_values))
+
+    def grid(values: np.ndarray) -> list[list[float | None]]:
+        return [[finite_or_none(v) for v in row] for row in values.reshape(shape)]
+
+    return Slice(
+        x=x,
+        y=y,
+        x_values=x_values,
+        y_values=y_values,
+        predicted=prediction.mean.reshape(shape).tolist(),
+        ci_low=grid(prediction.ci_low),
+        ci_high=grid(prediction.ci_high),
+        feasible=feasible.reshape(shape).tolist(),
+        held={name: base[name] for name in space.names if name not in (x, y)},
+        runs=[
+            SlicePoint(x=config[x], y=config[y] if y is not None else None, value=float(value))
+            for config, value in zip(fitted.observed, fitted.y, strict=True)
+        ],
+    )
