@@ -18,11 +18,17 @@ class ApiError(RuntimeError):
 
 
 class Client:
-    """Calls the REST API; every method returns the decoded JSON body."""
+    """Calls the REST API; every method returns the decoded JSON body.
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, timeout: float = 30.0) -> None:
+    `api_key`, when given, is sent as `Authorization: Bearer <key>` with every request.
+    """
+
+    def __init__(
+        self, base_url: str = DEFAULT_URL, *, api_key: str | None = None, timeout: float = 30.0
+    ) -> None:
         self.base_url = base_url
-        self._http = httpx.Client(base_url=base_url, timeout=timeout)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=headers)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -34,11 +40,21 @@ class Client:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = self._http.request(method, path, **kwargs)
         if response.is_error:
             raise ApiError(response.status_code, _message(response))
-        return response.json()
+        return response
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError:
+            raise ApiError(
+                response.status_code,
+                f"the answer of {response.url} is not JSON: is {self.base_url} the galera-doe API?",
+            ) from None
 
     def health(self) -> dict[str, Any]:
         """Database and broker reachability."""
@@ -64,6 +80,19 @@ class Client:
         """The experiment's run table with its design report."""
         return self._call("GET", f"/experiments/{experiment_id}/design")  # type: ignore[no-any-return]
 
+    def design_csv(self, experiment_id: int) -> str:
+        """The experiment's run table as CSV, to run its trials by hand."""
+        path = f"/experiments/{experiment_id}/design"
+        return self._request("GET", path, params={"format": "csv"}).text
+
+    def preview_design(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Plan a design (`factors`, `design`, `constraints`, `target`) without storing it."""
+        return self._call("POST", "/designs/preview", json=request)  # type: ignore[no-any-return]
+
+    def targets(self) -> list[dict[str, Any]]:
+        """The operator's targets: name, kind, whether it runs trials, factors and responses."""
+        return self._call("GET", "/targets")  # type: ignore[no-any-return]
+
     def start(self, experiment_id: int) -> dict[str, Any]:
         """Queue the pending trials."""
         return self._call("POST", f"/experiments/{experiment_id}/start")  # type: ignore[no-any-return]
@@ -83,9 +112,45 @@ class Client:
         self, experiment_id: int, *, response: str | None = None, model: str = "linear"
     ) -> dict[str, Any]:
         """The fitted model and its optimum."""
-        params = {"model": model} | ({"response": response} if response else {})
+        params = _present(model=model, response=response)
         path = f"/experiments/{experiment_id}/analysis"
         return self._call("GET", path, params=params)  # type: ignore[no-any-return]
+
+    def surface(
+        self,
+        experiment_id: int,
+        *,
+        x: str | None = None,
+        y: str | None = None,
+        response: str | None = None,
+        model: str = "auto",
+        points: int = 40,
+        y_points: int | None = None,
+    ) -> dict[str, Any]:
+        """The fitted response over `x` (and `y`), the other factors at the optimum."""
+        params = _present(
+            x=x, y=y, response=response, model=model, points=points, y_points=y_points
+        )
+        path = f"/experiments/{experiment_id}/surface"
+        return self._call("GET", path, params=params)  # type: ignore[no-any-return]
+
+    def plot(
+        self,
+        experiment_id: int,
+        kind: str,
+        *,
+        x: str | None = None,
+        y: str | None = None,
+        response: str | None = None,
+        model: str = "auto",
+        width: int = 800,
+        height: int = 600,
+    ) -> bytes:
+        """A review plot rendered by the server, as PNG bytes (`kind`: contour, surface,
+        interaction, main_effects, pareto, half_normal, residuals, progress)."""
+        params = _present(x=x, y=y, response=response, model=model, width=width, height=height)
+        path = f"/experiments/{experiment_id}/plots/{kind}.png"
+        return self._request("GET", path, params=params).content
 
     def suggest(
         self, experiment_id: int, *, strategy: str = "auto", count: int = 1
@@ -125,11 +190,19 @@ class Client:
         return self._call("POST", path, json=body)  # type: ignore[no-any-return]
 
 
+def _present(**params: object) -> dict[str, object]:
+    """Query parameters without the ones left out (None)."""
+    return {name: value for name, value in params.items() if value is not None}
+
+
 def _message(response: httpx.Response) -> str:
     try:
-        detail = response.json().get("detail")
+        body = response.json()
     except ValueError:
         return response.text[:300] or response.reason_phrase
+    detail = body.get("detail") if isinstance(body, dict) else body
+    if detail is None:
+        return response.reason_phrase
     if isinstance(detail, list):
         return "; ".join(_located(item) for item in detail)
     return str(detail)

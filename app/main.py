@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.api.errors import install_error_handlers
-from app.api.routes import designs, experiments, health, suggestions, targets, trials
+from app.api.routes import designs, experiments, health, plots, suggestions, targets, trials
 from app.config import Settings, get_settings
 from app.db.migrate import ensure_schema
 from app.db.session import Database
@@ -57,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(ConnectionError, _database_unavailable)
     app.include_router(experiments.router)
     app.include_router(suggestions.router)
+    app.include_router(plots.router)
     app.include_router(trials.router)
     app.include_router(designs.router)
     app.include_router(targets.router)

@@ -173,6 +173,17 @@ class BestOut(BaseModel):
     config: dict[str, Value]
 
 
+class TimingOut(BaseModel):
+    """Elapsed time and the estimated time to finish, at one trial at a time per target."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    elapsed_s: float | None = Field(description="since the first trial started")
+    mean_trial_s: float | None = Field(description="mean duration of the finished trials")
+    remaining_s: float | None = Field(description="estimated; None until a trial finished")
+    estimated_finish_at: datetime | None
+
+
 class ExperimentOut(BaseModel):
     """An experiment with its progress: trial counts by status, and the best so far."""
 
@@ -187,8 +198,9 @@ class ExperimentOut(BaseModel):
     objective: dict[str, Any]
     created_at: datetime
     updated_at: datetime
-    progress: dict[str, int]
+    progress: dict[str, int] = Field(description="trial counts by status, and the total")
     best: BestOut | None
+    timing: TimingOut
     optimization: OptimizationOut | None = Field(
         default=None, description="the latest closed optimization loop, if any"
     )
@@ -348,3 +360,31 @@ class OptimizationOut(BaseModel):
     started_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+
+
+class SlicePointOut(BaseModel):
+    """An observed run projected onto the slice's plane."""
+
+    x: Value
+    y: Value | None
+    value: float
+
+
+class SurfaceOut(BaseModel):
+    """Predictions of the fitted model over one or two factors, the others at the optimum."""
+
+    response: str
+    model: str
+    optimum: dict[str, Any]
+    x: str
+    y: str | None
+    x_values: list[Value]
+    y_values: list[Value]
+    predicted: list[list[float]] = Field(description="one row per y value (one row without y)")
+    ci_low: list[list[float | None]]
+    ci_high: list[list[float | None]]
+    feasible: list[list[bool]] = Field(
+        description="False where a factor constraint or a limit on another response is broken"
+    )
+    held: dict[str, Value]
+    runs: list[SlicePointOut]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +27,7 @@ from experiments.goals import check_goal
 DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
 MIN_TRIALS_TO_FIT = 2
 MAX_OBSERVATIONS = 1000
+ACTIVE_STATUSES = (TrialStatus.PENDING, TrialStatus.QUEUED, TrialStatus.RUNNING)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,18 @@ class Best:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """How long the experiment has run and how long it will take, at one trial at a time (a
+    target runs one trial at a time): the mean duration of the finished trials times what is
+    left, less what the running trials have done. None until a trial has finished."""
+
+    elapsed_s: float | None
+    mean_trial_s: float | None
+    remaining_s: float | None
+    estimated_finish_at: datetime | None
+
+
+@dataclass(frozen=True)
 class LoopProgress:
     """An optimization loop and how many trials of its budget it has used."""
 
@@ -65,6 +79,7 @@ class ExperimentDetail:
     experiment: Experiment
     progress: dict[str, int]
     best: Best | None
+    timing: Timing
     optimization: LoopProgress | None = None
     trials: Sequence[Trial] = field(default_factory=list)
 
@@ -126,34 +141,27 @@ async def get(
     session: AsyncSession, *, experiment_id: int, with_trials: bool = False
 ) -> ExperimentDetail:
     """One experiment with its progress."""
-    experiment = await experiment_of(session, experiment_id)
-    trials = await repositories.list_trials(session, experiment_id)
-    return ExperimentDetail(
-        experiment=experiment,
-        progress=_progress(trials),
-        best=_best(experiment, trials),
-        optimization=_loop(await repositories.latest_optimization(session, experiment_id), trials),
-        trials=trials if with_trials else [],
-    )
+    return await _detail(session, await experiment_of(session, experiment_id), with_trials)
 
 
 async def get_all(session: AsyncSession, *, limit: int, offset: int) -> list[ExperimentDetail]:
     """Experiments, newest first, with their progress."""
     experiments = await repositories.list_experiments(session, limit=limit, offset=offset)
-    details = []
-    for experiment in experiments:
-        trials = await repositories.list_trials(session, experiment.id)
-        details.append(
-            ExperimentDetail(
-                experiment=experiment,
-                progress=_progress(trials),
-                best=_best(experiment, trials),
-                optimization=_loop(
-                    await repositories.latest_optimization(session, experiment.id), trials
-                ),
-            )
-        )
-    return details
+    return [await _detail(session, experiment, with_trials=False) for experiment in experiments]
+
+
+async def _detail(
+    session: AsyncSession, experiment: Experiment, with_trials: bool
+) -> ExperimentDetail:
+    trials = await repositories.list_trials(session, experiment.id)
+    return ExperimentDetail(
+        experiment=experiment,
+        progress=_progress(trials),
+        best=_best(experiment, trials),
+        timing=timing_of(trials, utcnow()),
+        optimization=_loop(await repositories.latest_optimization(session, experiment.id), trials),
+        trials=trials if with_trials else [],
+    )
 
 
 async def get_trials(session: AsyncSession, *, experiment_id: int) -> Sequence[Trial]:
@@ -335,15 +343,28 @@ def new_trial(
     )
 
 
-async def analyze(
+@dataclass(frozen=True)
+class FitInputs:
+    """What a fit of one response needs, gathered from an experiment's succeeded trials."""
+
+    experiment: Experiment
+    response: str
+    space: FactorSpace
+    trials_used: int
+    trials_failed: int
+    arguments: dict[str, Any]
+
+
+async def fit_inputs(
     session: AsyncSession,
     *,
     experiment_id: int,
     response: str | None,
-    model: str,
     targets: Mapping[str, TargetSpec],
-) -> AnalysisReport:
-    """Fit a model of one response on the succeeded trials and find its optimum."""
+) -> FitInputs:
+    """The configurations, values, limits and goals of the trials that measured `response` (the
+    objective's by default) and every response its objective constrains; DomainError when fewer
+    than two did."""
     experiment = await experiment_of(session, experiment_id)
     name = response or experiment.objective["response"]
     target = targets.get(experiment.target)
@@ -366,17 +387,15 @@ async def analyze(
             f"{experiment_id} ({failed} failed); a fit needs at least {MIN_TRIALS_TO_FIT}",
         )
     space = FactorSpace.from_dicts(experiment.factors)
-    fitted = analysis.fit(
-        space,
-        [t.config for t in used],
-        [_value(t, name) for t in used],  # type: ignore[misc]
-        goal=experiment.objective["goal"],
-        model=model,
-        constraints=parse_constraints(experiment.constraints, space),
-        labels=[f"trial {t.id}" for t in used],
-        whole_plots=[t.whole_plot for t in used],
-        response=name,
-        limits=[
+    arguments = {
+        "configs": [t.config for t in used],
+        "values": [_value(t, name) for t in used],
+        "goal": experiment.objective["goal"],
+        "constraints": parse_constraints(experiment.constraints, space),
+        "labels": [f"trial {t.id}" for t in used],
+        "whole_plots": [t.whole_plot for t in used],
+        "response": name,
+        "limits": [
             analysis.ResponseLimit(
                 response=bound["response"],
                 values=[_value(t, bound["response"]) for t in used],  # type: ignore[misc]
@@ -385,16 +404,42 @@ async def analyze(
             )
             for bound in bounds
         ],
-        desirability=[
+        "desirability": [
             analysis.ResponseGoal(
                 values=[_value(t, g["response"]) for t in used],  # type: ignore[misc]
                 **g,
             )
             for g in goals
         ],
+    }
+    return FitInputs(
+        experiment=experiment,
+        response=name,
+        space=space,
+        trials_used=len(used),
+        trials_failed=failed,
+        arguments=arguments,
     )
+
+
+async def analyze(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    response: str | None,
+    model: str,
+    targets: Mapping[str, TargetSpec],
+) -> AnalysisReport:
+    """Fit a model of one response on the succeeded trials and find its optimum."""
+    inputs = await fit_inputs(
+        session, experiment_id=experiment_id, response=response, targets=targets
+    )
+    fitted = analysis.fit(inputs.space, model=model, **inputs.arguments)
     return AnalysisReport(
-        response=name, trials_used=len(used), trials_failed=failed, result=fitted.as_dict()
+        response=inputs.response,
+        trials_used=inputs.trials_used,
+        trials_failed=inputs.trials_failed,
+        result=fitted.as_dict(),
     )
 
 
@@ -508,6 +553,41 @@ def _progress(trials: Sequence[Trial]) -> dict[str, int]:
         counts[trial.status] += 1
     counts["total"] = len(trials)
     return counts
+
+
+def timing_of(trials: Sequence[Trial], now: datetime) -> Timing:
+    """Elapsed and estimated remaining time of an experiment's trials at `now`; once no trial
+    is left to run, the clock stops at the last finish."""
+    starts = [t.started_at for t in trials if t.started_at is not None]
+    finishes = [t.finished_at for t in trials if t.finished_at is not None]
+    active = any(t.status in ACTIVE_STATUSES for t in trials)
+    end = now if active or not finishes else max(finishes)
+    elapsed = (end - min(starts)).total_seconds() if starts else None
+    durations = [
+        (t.finished_at - t.started_at).total_seconds()
+        for t in trials
+        if t.status in (TrialStatus.SUCCEEDED, TrialStatus.FAILED)
+        and t.started_at is not None
+        and t.finished_at is not None
+    ]
+    if not durations:
+        return Timing(
+            elapsed_s=elapsed, mean_trial_s=None, remaining_s=None, estimated_finish_at=None
+        )
+    mean = sum(durations) / len(durations)
+    waiting = sum(t.status in (TrialStatus.PENDING, TrialStatus.QUEUED) for t in trials)
+    running = [
+        max(mean - (now - t.started_at).total_seconds(), 0.0)
+        for t in trials
+        if t.status == TrialStatus.RUNNING and t.started_at is not None
+    ]
+    remaining = waiting * mean + sum(running)
+    return Timing(
+        elapsed_s=elapsed,
+        mean_trial_s=mean,
+        remaining_s=remaining,
+        estimated_finish_at=end + timedelta(seconds=remaining),
+    )
 
 
 def _best(experiment: Experiment, trials: Sequence[Trial]) -> Best | None:

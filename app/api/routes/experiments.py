@@ -38,6 +38,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
         updated_at=e.updated_at,
         progress=detail.progress,
         best=detail.best,  # type: ignore[arg-type]
+        timing=detail.timing,  # type: ignore[arg-type]
         optimization=optimization_out(detail.optimization) if detail.optimization else None,
     )
 

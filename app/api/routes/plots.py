@@ -1,0 +1,94 @@
+"""Pictures: slices of the fitted response surface as JSON, and review plots as PNG."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from app.api.deps import ExperimentId, SessionDep, TargetsDep
+from app.api.schemas import SurfaceOut
+from app.services import plots
+from app.services.plots import PlotKind
+
+router = APIRouter(prefix="/experiments", tags=["plots"])
+
+FactorName = Annotated[str | None, Query(max_length=64, description="a factor of the experiment")]
+ResponseName = Annotated[
+    str | None, Query(max_length=64, description="the response (the objective's by default)")
+]
+Model = Annotated[
+    Literal["linear", "interaction", "quadratic", "auto"],
+    Query(description="model order; auto selects terms from the quadratic model by AICc"),
+]
+
+
+@router.get("/{experiment_id}/surface")
+async def get_surface(
+    experiment_id: ExperimentId,
+    session: SessionDep,
+    targets: TargetsDep,
+    x: FactorName = None,
+    y: FactorName = None,
+    response: ResponseName = None,
+    model: Model = "auto",
+    points: Annotated[int, Query(ge=2, le=200, description="settings per numeric axis")] = 40,
+    y_points: Annotated[
+        int | None, Query(ge=2, le=200, description="settings of y (default: points)")
+    ] = None,
+) -> SurfaceOut:
+    """The predicted response over `x` (and `y`) with 95 % confidence intervals, the other
+    factors held at the optimum; `x` defaults to the most important factor."""
+    report = await plots.surface_slice(
+        session,
+        experiment_id=experiment_id,
+        response=response,
+        model=model,
+        x=x,
+        y=y,
+        points=points,
+        y_points=y_points,
+        targets=targets,
+    )
+    return SurfaceOut(
+        response=report.response,
+        model=report.model,
+        optimum=report.optimum,
+        **report.slice.as_dict(),
+    )
+
+
+@router.get(
+    "/{experiment_id}/plots/{kind}.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}, "description": "the plot as a PNG image"}},
+)
+async def get_plot(
+    experiment_id: ExperimentId,
+    kind: PlotKind,
+    session: SessionDep,
+    targets: TargetsDep,
+    x: FactorName = None,
+    y: FactorName = None,
+    response: ResponseName = None,
+    model: Model = "auto",
+    width: Annotated[int, Query(ge=200, le=2400, description="pixels")] = 800,
+    height: Annotated[int, Query(ge=200, le=2400, description="pixels")] = 600,
+) -> Response:
+    """A review plot rendered on the server: `contour`, `surface` (3-D) and `interaction` over
+    `x` and `y` (the two most important factors by default) with the others at the optimum,
+    `main_effects`, `pareto` (standardized effects), `half_normal` (unreplicated two-level
+    designs), `residuals`, and `progress` (best so far against trials)."""
+    image = await plots.png(
+        session,
+        experiment_id=experiment_id,
+        kind=kind,
+        response=response,
+        model=model,
+        x=x,
+        y=y,
+        size=(width, height),
+        targets=targets,
+    )
+    return Response(content=image, media_type="image/png")

@@ -1,0 +1,184 @@
+"""Pictures of an experiment: slices of its fitted response surface, and review plots as PNG."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from matplotlib.figure import Figure
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import repositories
+from app.db.models import Trial
+from app.services import experiments
+from app.services.experiments import FitInputs
+from app.targets import TargetSpec
+from experiments import analysis, plots
+from experiments.analysis.model import fit_model
+from experiments.analysis.slices import Slice, response_slice
+from experiments.errors import DomainError
+
+PlotKind = Literal[
+    "contour", "surface", "interaction", "main_effects", "pareto", "half_normal", "residuals",
+    "progress",
+]  # fmt: skip
+PLOT_KINDS: tuple[str, ...] = get_args(PlotKind)
+GRID_POINTS = {"contour": 40, "surface": 25, "interaction": 30, "main_effects": 30}
+INTERACTION_LINES = 3
+
+
+@dataclass(frozen=True)
+class SliceReport:
+    """A slice of the fitted surface of one response, with the model's optimum."""
+
+    response: str
+    model: str
+    optimum: dict[str, Any]
+    slice: Slice
+
+
+@dataclass(frozen=True)
+class _Fit:
+    inputs: FitInputs
+    model: str
+    analysis: dict[str, Any]
+
+    def slice(self, x: str, y: str | None, points: int, y_points: int | None = None) -> Slice:
+        arguments = self.inputs.arguments
+        fitted = fit_model(self.inputs.space, arguments["configs"], arguments["values"], self.model)
+        return response_slice(
+            fitted,
+            x=x,
+            y=y,
+            held=self.analysis["optimum"]["config"],
+            points=points,
+            y_points=y_points,
+            constraints=arguments["constraints"],
+            limits=arguments["limits"],
+        )
+
+
+async def surface_slice(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    response: str | None,
+    model: str,
+    x: str | None,
+    y: str | None,
+    points: int,
+    y_points: int | None,
+    targets: Mapping[str, TargetSpec],
+) -> SliceReport:
+    """The predicted response over `x` (and `y` at `y_points` settings), the other factors at
+    the optimum; without `x`, over the most important factor."""
+    fit = await _fit(session, experiment_id, response, model, targets)
+    x = x or _ranked(fit)[0]
+    return SliceReport(
+        response=fit.inputs.response,
+        model=model,
+        optimum=fit.analysis["optimum"],
+        slice=await asyncio.to_thread(fit.slice, x, y, points, y_points),
+    )
+
+
+async def png(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    kind: str,
+    response: str | None,
+    model: str,
+    x: str | None,
+    y: str | None,
+    size: tuple[int, int],
+    targets: Mapping[str, TargetSpec],
+) -> bytes:
+    """One review plot rendered as PNG (`kind` in PLOT_KINDS)."""
+    if kind not in PLOT_KINDS:
+        raise DomainError("kind", f"must be one of {', '.join(PLOT_KINDS)}")
+    draw: Callable[[], Figure]
+    if kind == "progress":
+        experiment = await experiments.experiment_of(session, experiment_id)
+        trials = [_trial(t) for t in await repositories.list_trials(session, experiment_id)]
+        name = response or experiment.objective["response"]
+        goal = experiment.objective["goal"]
+
+        def draw() -> Figure:
+            return plots.progress(trials, response=name, goal=goal, size=size)
+
+    else:
+        fit = await _fit(session, experiment_id, response, model, targets)
+
+        def draw() -> Figure:
+            return _draw(fit, kind, x, y, size)
+
+    return await asyncio.to_thread(lambda: plots.to_png(draw()))
+
+
+async def _fit(
+    session: AsyncSession,
+    experiment_id: int,
+    response: str | None,
+    model: str,
+    targets: Mapping[str, TargetSpec],
+) -> _Fit:
+    inputs = await experiments.fit_inputs(
+        session, experiment_id=experiment_id, response=response, targets=targets
+    )
+    fitted = await asyncio.to_thread(analysis.fit, inputs.space, model=model, **inputs.arguments)
+    return _Fit(
+        inputs=inputs, model=model, analysis={"response": inputs.response, **fitted.as_dict()}
+    )
+
+
+def _draw(fit: _Fit, kind: str, x: str | None, y: str | None, size: tuple[int, int]) -> Figure:
+    factors = fit.inputs.experiment.factors
+    response = fit.inputs.response
+    if kind == "pareto":
+        return plots.pareto(fit.analysis, size=size)
+    if kind == "half_normal":
+        return plots.half_normal(fit.analysis, size=size)
+    if kind == "residuals":
+        return plots.residuals(fit.analysis, size=size)
+    if kind == "main_effects":
+        slices = [fit.slice(name, None, GRID_POINTS[kind]).as_dict() for name in _ranked(fit)]
+        return plots.main_effects(
+            slices, factors, response=response, optimum=fit.analysis["optimum"], size=size
+        )
+    x, y = _pair(fit, x, y)
+    if kind == "interaction":
+        lines = fit.slice(x, y, GRID_POINTS[kind], INTERACTION_LINES).as_dict()
+        return plots.interaction(lines, factors, response=response, size=size)
+    grid = fit.slice(x, y, GRID_POINTS[kind]).as_dict()
+    draw = plots.contour if kind == "contour" else plots.surface
+    return draw(grid, factors, response=response, optimum=fit.analysis["optimum"], size=size)
+
+
+def _ranked(fit: _Fit) -> list[str]:
+    """Factor names, most important first."""
+    return [effect["factor"] for effect in fit.analysis["ranked_factors"]]
+
+
+def _pair(fit: _Fit, x: str | None, y: str | None) -> tuple[str, str]:
+    """`x` and `y`, the missing ones filled with the most important other factors."""
+    others = [name for name in _ranked(fit) if name not in (x, y)]
+    if x is None:
+        x = others.pop(0) if others else None
+    if y is None:
+        y = others.pop(0) if others else None
+    if x is None or y is None:
+        raise DomainError("y", "this plot needs two factors; the experiment has one")
+    return x, y
+
+
+def _trial(trial: Trial) -> dict[str, Any]:
+    return {
+        "id": trial.id,
+        "status": trial.status,
+        "source": trial.source,
+        "responses": trial.responses,
+        "finished_at": trial.finished_at.isoformat() if trial.finished_at else None,
+    }

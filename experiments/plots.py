@@ -1,0 +1,412 @@
+"""Review plots drawn with matplotlib from the JSON the API returns (an analysis, a response
+slice, the trials), so the server's PNG endpoints and the notebooks draw the same pictures.
+
+Figures are built without pyplot (no global state, safe in a server's threads); Jupyter shows a
+returned figure inline as PNG, `to_png` renders one with the Agg canvas.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.stats
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from experiments.errors import DomainError
+
+DEFAULT_SIZE = (800, 600)
+DPI = 100
+SIGNIFICANCE = 0.05
+
+Json = Mapping[str, Any]
+
+
+def to_png(figure: Figure) -> bytes:
+    """The figure as PNG bytes, at exactly its pixel size."""
+    buffer = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(buffer)
+    return buffer.getvalue()
+
+
+class PlotFigure(Figure):
+    """A figure that shows itself as PNG in Jupyter, with or without pyplot."""
+
+    def _repr_png_(self) -> bytes:
+        return to_png(self)
+
+
+def new_figure(size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+    """An empty figure of `size` pixels (width, height) with a layout that keeps labels in."""
+    width, height = size
+    return PlotFigure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
+
+
+def axis_label(factor: Json) -> str:
+    """A factor's name with its unit, e.g. 'threads_per_client (threads)'."""
+    unit = factor.get("unit") or ""
+    return f"{factor['name']} ({unit})" if unit else str(factor["name"])
+
+
+def contour(
+    slice_: Json,
+    factors: Sequence[Json],
+    *,
+    response: str,
+    optimum: Json | None = None,
+    size: tuple[int, int] = DEFAULT_SIZE,
+) -> Figure:
+    """Filled contours of the predicted response over the slice's two factors, the runs, the
+    region where a constraint is broken hatched, and the optimum marked with its interval."""
+    figure = new_figure(size)
+    ax = figure.add_subplot()
+    x, y, z = _grid(slice_)
+    filled = ax.contourf(x, y, z, levels=14, cmap="viridis")
+    lines = ax.contour(x, y, z, levels=filled.levels, colors="white", linewidths=0.5)
+    ax.clabel(lines, fontsize=7, fmt="%.4g")
+    figure.colorbar(filled, ax=ax, label=f"predicted {response}")
+    feasible = np.array(slice_["feasible"], dtype=float)
+    if not feasible.all():
+        ax.contourf(x, y, feasible, levels=[-0.5, 0.5], colors="none", hatches=["//"])
+        ax.contour(x, y, feasible, levels=[0.5], colors="red", linewidths=1.5)
+        ax.plot([], [], color="red", label="constraint boundary (hatched: broken)")
+    runs = slice_["runs"]
+    ax.scatter(
+        [_position(slice_, "x", r["x"]) for r in runs],
+        [_position(slice_, "y", r["y"]) for r in runs],
+        marker="o",
+        facecolors="none",
+        edgecolors="black",
+        clip_on=False,
+        label="runs (projected)",
+    )
+    _mark_optimum(ax, slice_, optimum, response)
+    _axes(ax, slice_, factors)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(f"Predicted {response} over {slice_['x']} and {slice_['y']}\n{_held(slice_)}")
+    return figure
+
+
+def surface(
+    slice_: Json,
+    factors: Sequence[Json],
+    *,
+    response: str,
+    optimum: Json | None = None,
+    size: tuple[int, int] = DEFAULT_SIZE,
+) -> Figure:
+    """The predicted response as a 3-D surface over the slice's two factors, optimum marked."""
+    figure = new_figure(size)
+    ax = figure.add_subplot(projection="3d")
+    # 3-D axes have no log scale: a log2 factor is drawn at log2 of its value, ticks relabelled.
+    logs = [_factor(factors, slice_[which]).get("scale") == "log2" for which in ("x", "y")]
+    x, y, z = _grid(slice_)
+    x, y = (np.log2(grid) if log else grid for grid, log in zip((x, y), logs, strict=True))
+    plotted = ax.plot_surface(x, y, z, cmap="viridis", alpha=0.85, linewidth=0)
+    figure.colorbar(plotted, ax=ax, shrink=0.6, label=f"predicted {response}")
+    if optimum is not None:
+        config = optimum["config"]
+        at = [_position(slice_, which, config[slice_[which]]) for which in ("x", "y")]
+        at = [math.log2(value) if log else value for value, log in zip(at, logs, strict=True)]
+        ax.scatter(
+            *([value] for value in at),
+            [optimum["predicted"]],
+            color="red",
+            marker="*",
+            s=200,
+            label=f"optimum {optimum['predicted']:.4g}",
+        )
+        ax.legend(loc="upper left", fontsize=8)
+    _axes(ax, slice_, factors)
+    for axis, log in zip((ax.xaxis, ax.yaxis), logs, strict=True):
+        if log:
+            axis.set_major_formatter(FuncFormatter(lambda value, _: f"{2**value:g}"))
+    ax.set_zlabel(f"predicted {response}")
+    ax.set_title(f"Response surface of {response}\n{_held(slice_)}")
+    return figure
+
+
+def interaction(
+    slice_: Json,
+    factors: Sequence[Json],
+    *,
+    response: str,
+    size: tuple[int, int] = DEFAULT_SIZE,
+) -> Figure:
+    """Interaction plot: the predicted response against x, one line per level of y (parallel
+    lines: no interaction), with 95 % confidence bands."""
+    figure = new_figure(size)
+    ax = figure.add_subplot()
+    positions = [_position(slice_, "x", v) for v in slice_["x_values"]]
+    for i, level in enumerate(slice_["y_values"]):
+        mean = slice_["predicted"][i]
+        line = ax.plot(positions, mean, marker="o", markersize=3, label=f"{slice_['y']} = {level}")
+        ax.fill_between(
+            positions,
+            _floats(slice_["ci_low"][i]),
+            _floats(slice_["ci_high"][i]),
+            color=line[0].get_color(),
+            alpha=0.15,
+        )
+    _x_axis(ax, slice_, factors)
+    ax.set_ylabel(f"predicted {response}")
+    ax.legend(fontsize=8)
+    ax.set_title(f"Interaction of {slice_['x']} and {slice_['y']} on {response}\n{_held(slice_)}")
+    return figure
+
+
+def main_effects(
+    slices: Sequence[Json],
+    factors: Sequence[Json],
+    *,
+    response: str,
+    optimum: Json | None = None,
+    size: tuple[int, int] = DEFAULT_SIZE,
+) -> Figure:
+    """One panel per factor: the predicted response along it, the others at the optimum, with
+    the 95 % confidence band; shared response axis so the panels compare."""
+    figure = new_figure(size)
+    columns = min(3, len(slices))
+    rows = math.ceil(len(slices) / columns)
+    axes = figure.subplots(rows, columns, sharey=True, squeeze=False).ravel()
+    for ax, slice_ in zip(axes, slices, strict=False):
+        positions = [_position(slice_, "x", v) for v in slice_["x_values"]]
+        mean = slice_["predicted"][0]
+        ax.plot(positions, mean, marker="o", markersize=3)
+        ax.fill_between(
+            positions, _floats(slice_["ci_low"][0]), _floats(slice_["ci_high"][0]), alpha=0.2
+        )
+        if optimum is not None:
+            ax.axvline(_position(slice_, "x", optimum["config"][slice_["x"]]), color="red", ls="--")
+        _x_axis(ax, slice_, factors)
+    for ax in axes[len(slices) :]:
+        ax.set_visible(False)
+    for ax in axes[::columns]:
+        ax.set_ylabel(f"predicted {response}")
+    figure.suptitle(f"Main effects on {response} (others at the optimum, red: optimum)")
+    return figure
+
+
+def pareto(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+    """Pareto chart of the standardized effects |t| of the model terms, largest first, with the
+    two-sided 5 % critical t; without residual degrees of freedom, Lenth's effects and margin of
+    error instead."""
+    figure = new_figure(size)
+    ax = figure.add_subplot()
+    terms = [t for t in analysis["terms"] if t["name"] != "Intercept" and t["t"] is not None]
+    if terms:
+        bars = sorted(((t["name"], abs(t["t"])) for t in terms), key=lambda item: item[1])
+        limit = float(scipy.stats.t.ppf(1 - SIGNIFICANCE / 2, analysis["residual_df"]))
+        label, quantity = (
+            f"t critical {limit:.3g} (two-sided {SIGNIFICANCE:g})",
+            "standardized effect |t|",
+        )
+    elif analysis.get("lenth"):
+        lenth = analysis["lenth"]
+        bars = sorted(
+            ((p["name"], p["abs_effect"]) for p in lenth["half_normal"]), key=lambda item: item[1]
+        )
+        limit = lenth["margin_of_error"]
+        label, quantity = f"Lenth margin of error {limit:.4g}", "|effect|"
+    else:
+        raise DomainError(
+            "kind", "the model has no standardized effects: no residual degrees of freedom"
+        )
+    names, values = zip(*bars, strict=True)
+    colours = ["tab:red" if v > limit else "tab:blue" for v in values]
+    ax.barh(names, values, color=colours)
+    ax.axvline(limit, color="black", ls="--", label=label)
+    ax.set_xlabel(quantity)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"Pareto chart of effects on {analysis['response']} ({analysis['model']} model)")
+    return figure
+
+
+def half_normal(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+    """Half-normal plot of the effects of an unreplicated two-level design (Daniel), active
+    effects by Lenth's margin of error labelled."""
+    lenth = analysis.get("lenth")
+    if not lenth:
+        raise DomainError(
+            "kind",
+            "the half-normal plot applies to unreplicated two-level designs without centre points",
+        )
+    figure = new_figure(size)
+    ax = figure.add_subplot()
+    points = lenth["half_normal"]
+    active = set(lenth["active"])
+    ax.scatter(
+        [p["abs_effect"] for p in points],
+        [p["quantile"] for p in points],
+        c=["tab:red" if p["name"] in active else "tab:blue" for p in points],
+    )
+    for p in points:
+        if p["name"] in active:
+            ax.annotate(
+                p["name"],
+                (p["abs_effect"], p["quantile"]),
+                xytext=(4, 2),
+                textcoords="offset points",
+                fontsize=8,
+            )
+    pse = lenth["pse"]
+    top = max(p["quantile"] for p in points)
+    ax.plot([0, top * pse], [0, top], color="grey", ls=":", label=f"PSE line (PSE {pse:.4g})")
+    ax.axvline(lenth["margin_of_error"], color="black", ls="--", label="Lenth margin of error")
+    ax.set_xlabel("|effect|")
+    ax.set_ylabel("half-normal quantile")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"Half-normal plot of effects on {analysis['response']}")
+    return figure
+
+
+def residuals(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+    """Residuals against fitted values, a normal probability plot and residuals in run order."""
+    runs = analysis["diagnostics"]["runs"]
+    fitted = np.array([r["fitted"] for r in runs])
+    residual = np.array([r["residual"] for r in runs])
+    figure = new_figure(size)
+    left, middle, right = figure.subplots(1, 3)
+    left.scatter(fitted, residual)
+    left.axhline(0.0, color="grey", ls="--")
+    left.set_xlabel(f"fitted {analysis['response']}")
+    left.set_ylabel("residual")
+    left.set_title("residuals vs fitted")
+    (theoretical, ordered), (slope, intercept, _) = scipy.stats.probplot(residual)
+    middle.scatter(theoretical, ordered)
+    middle.plot(theoretical, slope * np.asarray(theoretical) + intercept, color="red")
+    middle.set_xlabel("normal quantile")
+    middle.set_ylabel("ordered residual")
+    middle.set_title("normal probability")
+    right.plot(range(1, len(residual) + 1), residual, marker="o")
+    right.axhline(0.0, color="grey", ls="--")
+    right.set_xlabel("run (trial order)")
+    right.set_ylabel("residual")
+    right.set_title("residuals in run order")
+    figure.suptitle(f"Residuals of the {analysis['model']} model of {analysis['response']}")
+    return figure
+
+
+def progress(
+    trials: Sequence[Json],
+    *,
+    response: str,
+    goal: str,
+    size: tuple[int, int] = DEFAULT_SIZE,
+) -> Figure:
+    """Each succeeded trial's value in the order trials finished, and the best so far."""
+    done = sorted(
+        (t for t in trials if t["status"] == "succeeded" and response in (t["responses"] or {})),
+        key=lambda t: (t["finished_at"] or "", t["id"]),
+    )
+    if not done:
+        raise DomainError("response", f"no succeeded trial has measured {response} yet")
+    values = np.array([t["responses"][response] for t in done], dtype=float)
+    best = best_so_far(values, goal)
+    order = np.arange(1, len(values) + 1)
+    figure = new_figure(size)
+    ax = figure.add_subplot()
+    for source in sorted({t["source"] for t in done}):
+        picked = [i for i, t in enumerate(done) if t["source"] == source]
+        ax.scatter(order[picked], values[picked], label=f"{source} trials", alpha=0.7)
+    ax.step(order, best, where="post", color="black", label="best so far")
+    ax.set_xlabel("trials finished")
+    ax.set_ylabel(response)
+    ax.legend(fontsize=8)
+    ax.set_title(f"Best {response} so far ({goal}), {len(done)} trials")
+    return figure
+
+
+def best_so_far(values: Sequence[float], goal: str) -> list[float]:
+    """The running best of a sequence of results."""
+    array = np.asarray(values, dtype=float)
+    running = np.maximum.accumulate(array) if goal == "maximize" else np.minimum.accumulate(array)
+    return running.tolist()
+
+
+def _floats(values: Sequence[float | None]) -> list[float]:
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _numeric(slice_: Json, axis: str) -> bool:
+    return all(isinstance(v, int | float) for v in slice_[f"{axis}_values"])
+
+
+def _position(slice_: Json, axis: str, value: object) -> float:
+    """Where a value sits on an axis: itself if numeric, its level's index if categorical."""
+    if _numeric(slice_, axis):
+        return float(value)  # type: ignore[arg-type]
+    return float(list(slice_[f"{axis}_values"]).index(value))
+
+
+def _grid(slice_: Json) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = [_position(slice_, "x", v) for v in slice_["x_values"]]
+    y = [_position(slice_, "y", v) for v in slice_["y_values"]]
+    gx, gy = np.meshgrid(x, y)
+    return gx, gy, np.array(slice_["predicted"], dtype=float)
+
+
+def _factor(factors: Sequence[Json], name: str) -> Json:
+    return next((f for f in factors if f["name"] == name), {"name": name})
+
+
+def _x_axis(ax: Axes, slice_: Json, factors: Sequence[Json]) -> None:
+    _style_axis(ax, ax.xaxis, slice_, "x", factors)
+
+
+def _axes(ax: Axes, slice_: Json, factors: Sequence[Json]) -> None:
+    _style_axis(ax, ax.xaxis, slice_, "x", factors)
+    _style_axis(ax, ax.yaxis, slice_, "y", factors)
+
+
+def _style_axis(ax: Axes, axis: Axis, slice_: Json, which: str, factors: Sequence[Json]) -> None:
+    """Label with the unit; categorical levels as ticks; whole numbers on an integer factor;
+    a log2 factor on a log2 axis with plain numbers (3-D axes cannot be log-scaled)."""
+    factor = _factor(factors, slice_[which])
+    axis.set_label_text(axis_label(factor))
+    values = slice_[f"{which}_values"]
+    if not _numeric(slice_, which):
+        axis.set_ticks(range(len(values)), [str(v) for v in values])
+        return
+    if factor.get("scale") == "log2" and ax.name != "3d":
+        set_scale = ax.set_xscale if which == "x" else ax.set_yscale
+        set_scale("log", base=2)
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    elif factor.get("kind") == "integer":
+        axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _held(slice_: Json) -> str:
+    held = ", ".join(f"{name} = {_fmt(value)}" for name, value in slice_["held"].items())
+    return f"others held at {held}" if held else "no other factors"
+
+
+def _mark_optimum(ax: Axes, slice_: Json, optimum: Json | None, response: str) -> None:
+    if optimum is None:
+        return
+    config = optimum["config"]
+    interval = ""
+    if optimum.get("pi_low") is not None:
+        interval = f", 95% PI [{optimum['pi_low']:.4g}, {optimum['pi_high']:.4g}]"
+    ax.scatter(
+        [_position(slice_, "x", config[slice_["x"]])],
+        [_position(slice_, "y", config[slice_["y"]])],
+        marker="*",
+        s=300,
+        color="red",
+        edgecolors="white",
+        zorder=5,
+        clip_on=False,
+        label=f"optimum: {response} {optimum['predicted']:.4g}{interval}",
+    )
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
