@@ -1,0 +1,485 @@
+"""What the CLI and the demo show: experiment files read, progress followed, results as tables.
+
+Everything here works on the JSON bodies of the REST API (through `app.client.Client`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.client import Client
+
+Json = dict[str, Any]
+
+FINAL_EXPERIMENT_STATUSES = frozenset({"completed", "cancelled"})
+TRIAL_STATUSES = ("pending", "queued", "running", "succeeded", "failed", "cancelled")
+
+
+class SpecFileError(ValueError):
+    """An experiment file that is missing, unreadable, not YAML or not a mapping."""
+
+
+class WaitTimeoutError(RuntimeError):
+    """What was followed did not finish in time (it goes on in the service)."""
+
+
+def load_spec(path: Path) -> Json:
+    """The experiment (or design) described by the YAML file at `path`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise SpecFileError(f"cannot read {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise SpecFileError(f"cannot read {path}: not a UTF-8 text file") from None
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise SpecFileError(f"{path} is not valid YAML: {problem}{where}") from None
+    if not isinstance(spec, dict):
+        raise SpecFileError(f"{path} does not hold a YAML mapping (name, target, factors, ...)")
+    return spec
+
+
+# Following progress ----------------------------------------------------------------------------
+
+
+def experiment_finished(experiment: Mapping[str, Any]) -> bool:
+    """Whether every trial of the experiment has ended (or it was cancelled)."""
+    return experiment["status"] in FINAL_EXPERIMENT_STATUSES
+
+
+def loop_finished(loop_id: int) -> Callable[[Mapping[str, Any]], bool]:
+    """A test of whether the optimization loop `loop_id` has stopped, failed or been cancelled."""
+
+    def finished(experiment: Mapping[str, Any]) -> bool:
+        loop = experiment.get("optimization")
+        return loop is not None and loop["id"] == loop_id and loop["status"] != "running"
+
+    return finished
+
+
+def progress_detail(experiment: Mapping[str, Any]) -> str:
+    """One line of what the trials are doing: running, failed, best so far, the loop's round."""
+    counts = experiment["progress"]
+    detail = f"running {counts['running']}  failed {counts['failed']}"
+    best = experiment["best"]
+    if best is not None:
+        detail += f"  best {experiment['objective']['response']} {best['value']:.1f}"
+    loop = experiment.get("optimization")
+    if loop is not None and loop["status"] == "running":
+        detail += f"  loop round {loop['rounds']}, {loop['trials_used']}/{loop['budget']} trials"
+    return detail
+
+
+def follow(
+    client: Client,
+    experiment_id: int,
+    console: Console,
+    *,
+    timeout: float,
+    until: Callable[[Mapping[str, Any]], bool] = experiment_finished,
+    check_alive: Callable[[], None] | None = None,
+    interval: float = 0.3,
+) -> Json:
+    """Show a progress bar of the experiment's trials until `until(experiment)` holds; return the
+    experiment as it was then.
+
+    `check_alive` is called before every poll (the demo checks its API and worker processes).
+    Raises WaitTimeoutError after `timeout` seconds.
+    """
+    columns = (
+        TextColumn("[bold]trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+    )
+    deadline = time.monotonic() + timeout
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("trials", total=None, detail="")
+        while True:
+            if check_alive is not None:
+                check_alive()
+            experiment = client.experiment(experiment_id)
+            counts = experiment["progress"]
+            done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
+            progress.update(
+                task,
+                total=counts["total"],
+                completed=done,
+                detail=escape(progress_detail(experiment)),
+            )
+            if until(experiment):
+                return experiment
+            if time.monotonic() > deadline:
+                raise WaitTimeoutError(
+                    f"experiment {experiment_id} did not finish in {timeout:.0f} s; it goes on "
+                    f"(see `galera-doe status {experiment_id}`)"
+                )
+            time.sleep(interval)
+
+
+# Tables ----------------------------------------------------------------------------------------
+
+
+def print_experiment(console: Console, experiment: Mapping[str, Any]) -> None:
+    """Name, status, target and objective, trial counts by status, the best so far, the loop."""
+    objective = experiment["objective"]
+    console.print(
+        f"[bold]Experiment {experiment['id']}[/] {escape(repr(experiment['name']))}: "
+        f"{experiment['status']}, target {escape(experiment['target'])}, "
+        f"{objective['goal']} {escape(objective['response'])}"
+    )
+    counts = experiment["progress"]
+    table = Table(title="Trials by status")
+    for status in (*TRIAL_STATUSES, "total"):
+        table.add_column(status, justify="right")
+    table.add_row(*(str(counts.get(status, 0)) for status in (*TRIAL_STATUSES, "total")))
+    console.print(table)
+    best = experiment["best"]
+    if best is None:
+        console.print("best so far: none yet")
+    else:
+        console.print(
+            f"best so far: trial {best['trial_id']}, {escape(objective['response'])} "
+            f"{best['value']:.1f} at {escape(_settings(best['config']))}"
+        )
+    for note in experiment.get("design_notes") or []:
+        console.print(f"design: {escape(note)}")
+    if experiment.get("optimization") is not None:
+        print_optimization(console, experiment["optimization"])
+
+
+def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
+    """The closed optimization loop: status, stage, rounds, budget used, why it stopped."""
+    table = _facts(f"Optimization loop {loop['id']}")
+    stop_rule = loop.get("stop_when_expected_improvement_below")
+    rows = [
+        ("status", loop["status"]),
+        ("strategy", loop["strategy"]),
+        ("stage", loop.get("stage")),
+        ("rounds", loop["rounds"]),
+        ("trials used", f"{loop['trials_used']} of {loop['budget']} (batch {loop['batch_size']})"),
+        ("last expected improvement", _num(loop.get("expected_improvement"), ".4g")),
+        ("stop when improvement below", _num(stop_rule, ".4g")),
+        ("explanation", loop.get("explanation")),
+        ("stop reason", loop.get("stop_reason")),
+        ("error", loop.get("error")),
+    ]
+    for name, value in rows:
+        if value is not None:
+            table.add_row(name, escape(str(value)))
+    console.print(table)
+
+
+def print_trials(
+    console: Console, experiment: Mapping[str, Any], trials: Iterable[Mapping[str, Any]]
+) -> None:
+    """The trials in run order: configuration, status, the objective's value, attempts, error."""
+    trials = list(trials)
+    response = experiment["objective"]["response"]
+    table = Table(title=f"Trials of experiment {experiment['id']} ({len(trials)})")
+    table.add_column("id", justify="right")
+    table.add_column("run", justify="right")
+    table.add_column("status")
+    table.add_column("config")
+    table.add_column(escape(response), justify="right")
+    table.add_column("attempts", justify="right")
+    table.add_column("error")
+    for trial in trials:
+        value = (trial.get("responses") or {}).get(response)
+        table.add_row(
+            str(trial["id"]),
+            str(trial["run_order"]),
+            trial["status"],
+            escape(_settings(trial["config"])),
+            _num(value),
+            str(trial["attempts"]),
+            escape(shorten(trial.get("error"))),
+        )
+    console.print(table)
+
+
+def print_design(console: Console, design: Mapping[str, Any]) -> None:
+    """A planned design: the run table, the quality report, the family's facts and notes."""
+    points = design["points"]
+    factors = list(points[0]["config"]) if points else []
+    blocked = any(p["block"] != 1 for p in points)
+    split = any(p["whole_plot"] is not None for p in points)
+    table = Table(title=f"Design: {design['kind']}, {design['runs']} runs")
+    table.add_column("run", justify="right")
+    if blocked:
+        table.add_column("block", justify="right")
+    if split:
+        table.add_column("whole plot", justify="right")
+    table.add_column("point")
+    for name in factors:
+        table.add_column(escape(name), justify="right")
+    table.add_column("note")
+    for point in points:
+        note = []
+        if point["rounded"]:
+            note.append("rounded")
+        if point["duplicate_of"] is not None:
+            note.append(f"duplicate of {point['duplicate_of']}")
+        row = [str(point["run_order"])]
+        if blocked:
+            row.append(str(point["block"]))
+        if split:
+            row.append(_fmt(point["whole_plot"]))
+        row.append(point["point_type"])
+        row += [escape(_fmt(point["config"].get(name))) for name in factors]
+        row.append(", ".join(note))
+        table.add_row(*row)
+    console.print(table)
+
+    quality = design.get("quality") or {}
+    report = _facts(f"Quality for the {design['model']} model")
+    rows = [
+        ("runs", quality.get("runs", design["runs"])),
+        ("parameters", quality.get("parameters")),
+        ("residual df", quality.get("residual_df")),
+        ("D-efficiency", _num(quality.get("d_efficiency"), ".1f")),
+        ("max VIF", _num(quality.get("max_vif"), ".3g")),
+        ("not estimable", ", ".join(quality.get("not_estimable") or []) or "none"),
+        ("removed by constraints", design.get("removed_by_constraints", 0)),
+    ]
+    for name, value in rows:
+        if value is not None:
+            report.add_row(name, escape(str(value)))
+    for term, aliases in (quality.get("aliased_with") or {}).items():
+        report.add_row(f"{escape(term)} aliased with", escape(_listed(aliases)))
+    console.print(report)
+    family = design.get("family") or {}
+    if family:
+        facts = _facts(f"{design['kind']} facts")
+        for name, value in family.items():
+            facts.add_row(escape(str(name)), escape(_listed(value)))
+        console.print(facts)
+    for note in design.get("notes") or []:
+        console.print(f"note: {escape(note)}")
+
+
+def print_analysis(
+    console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
+) -> None:
+    """The whole model: fit statistics, coefficients, ranked factors, the optimum with its
+    intervals, the stationary point, and the explanation."""
+    console.print(
+        f"[bold]{analysis['model']} model of {escape(analysis['response'])}[/] from "
+        f"{analysis['trials_used']} trials ({analysis['trials_failed']} failed, left out); "
+        f"{escape(str(analysis.get('method') or 'ordinary least squares'))}"
+    )
+    _print_fit(console, analysis)
+    _print_coefficients(console, analysis)
+    selection = analysis.get("selection")
+    if selection and selection.get("dropped"):
+        dropped = ", ".join(selection["dropped"])
+        console.print(f"terms dropped by {selection['criterion']}: {escape(dropped)}")
+    _print_ranked(console, analysis)
+    _print_optimum(console, experiment, analysis)
+    canonical = analysis.get("canonical")
+    if canonical and canonical.get("nature"):
+        where = "inside" if canonical.get("inside") else "outside"
+        console.print(
+            f"stationary point: a {canonical['nature']} {where} the region at "
+            f"{escape(_settings(canonical.get('stationary_natural') or {}))}"
+        )
+    explanation = analysis.get("explanation") or {}
+    for sentence in explanation.get("sentences") or []:
+        console.print(escape(sentence))
+
+
+def print_results(
+    console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
+) -> None:
+    """The short report at the end of a run: the optimum, the best observed, the ranked factors
+    and how well the model fits."""
+    _print_optimum(console, experiment, analysis)
+    best = experiment["best"]
+    if best is not None:
+        console.print(
+            f"best observed: trial {best['trial_id']}, {escape(analysis['response'])} "
+            f"{best['value']:.1f} at {escape(_settings(best['config'], sep=', '))}"
+        )
+    _print_ranked(console, analysis)
+    console.print(
+        f"R² {_num(analysis['r_squared'], '.3f')}  "
+        f"adj. R² {_num(analysis['adj_r_squared'], '.3f')}  "
+        f"RMSE {_num(analysis['rmse'])}  from {analysis['trials_used']} trials "
+        f"({analysis['trials_failed']} failed, left out)"
+    )
+
+
+def print_plan(console: Console, experiment: Mapping[str, Any], plan: Mapping[str, Any]) -> None:
+    """What a strategy proposes: its stage and why, and the stored suggestions."""
+    response = experiment["objective"]["response"]
+    console.print(f"[bold]strategy {plan['strategy']}, stage {escape(plan['stage'])}[/]")
+    console.print(escape(plan["explanation"]))
+    if plan.get("expected_improvement") is not None:
+        console.print(f"expected improvement: {plan['expected_improvement']:.4g}")
+    if plan.get("stop_reason"):
+        console.print(f"stop: {escape(plan['stop_reason'])}")
+    suggestions = plan["suggestions"]
+    if not suggestions:
+        console.print("no suggestion")
+        return
+    table = Table(title=f"Suggestions ({len(suggestions)})")
+    table.add_column("id", justify="right")
+    table.add_column("point")
+    table.add_column("config")
+    table.add_column(f"predicted {escape(response)}", justify="right")
+    table.add_column("±", justify="right")
+    table.add_column("by")
+    table.add_column("reason")
+    for suggestion in suggestions:
+        reason = suggestion["reason"]
+        table.add_row(
+            str(suggestion["id"]),
+            suggestion["point_type"],
+            escape(_settings(suggestion["config"])),
+            _num(suggestion.get("predicted")),
+            _num(suggestion.get("uncertainty")),
+            escape(suggestion.get("predicted_by") or ""),
+            "as above" if reason == plan["explanation"] else escape(reason),
+        )
+    console.print(table)
+
+
+def _print_fit(console: Console, analysis: Mapping[str, Any]) -> None:
+    fit = analysis.get("fit") or {}
+    table = _facts("Fit")
+    rows = [
+        ("observations", fit.get("n_observations", analysis.get("n_observations"))),
+        ("parameters", fit.get("n_parameters")),
+        ("residual df", fit.get("residual_df", analysis.get("residual_df"))),
+        ("R²", _num(analysis.get("r_squared"), ".4f")),
+        ("adjusted R²", _num(analysis.get("adj_r_squared"), ".4f")),
+        ("predicted R²", _num(fit.get("predicted_r_squared"), ".4f")),
+        ("RMSE", _num(analysis.get("rmse"), ".4g")),
+        ("AICc", _num(fit.get("aicc"), ".4g")),
+    ]
+    lack_of_fit = analysis.get("lack_of_fit") or {}
+    if lack_of_fit.get("p_value") is not None:
+        rows.append(("lack of fit p", _p(lack_of_fit["p_value"])))
+    curvature = analysis.get("curvature") or {}
+    if curvature.get("p_value") is not None:
+        rows.append(("curvature p", _p(curvature["p_value"])))
+    for name, value in rows:
+        if value is not None:
+            table.add_row(name, str(value))
+    console.print(table)
+
+
+def _print_coefficients(console: Console, analysis: Mapping[str, Any]) -> None:
+    table = Table(title="Coefficients (coded units)")
+    for name in ("term", "coefficient", "SE", "t", "p", "95% CI"):
+        table.add_column(name, justify="left" if name == "term" else "right")
+    for term in analysis.get("terms") or []:
+        table.add_row(
+            escape(term["name"]),
+            _num(term["coefficient"], ".4g"),
+            _num(term.get("std_error"), ".3g"),
+            _num(term.get("t"), ".3g"),
+            _p(term.get("p_value")),
+            escape(f"[{_num(term.get('ci_low'), '.4g')}, {_num(term.get('ci_high'), '.4g')}]"),
+        )
+    console.print(table)
+
+
+def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
+    response = analysis["response"]
+    table = Table(
+        title=f"Factors ranked by effect on {escape(response)} ({analysis['model']} model)"
+    )
+    table.add_column("factor")
+    table.add_column("effect low->high", justify="right")
+    table.add_column("share of SS %", justify="right")
+    table.add_column("p", justify="right")
+    for item in analysis["ranked_factors"]:
+        table.add_row(
+            escape(item["factor"]),
+            f"{item['effect']:+.1f}",
+            _num(item.get("share_of_ss")),
+            _p(item.get("p_value")),
+        )
+    console.print(table)
+
+
+def _print_optimum(
+    console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
+) -> None:
+    response = analysis["response"]
+    optimum = analysis["optimum"]
+    units = {f["name"]: f.get("unit") or "" for f in experiment["factors"]}
+    table = Table(title=f"Predicted optimum ({experiment['objective']['goal']} {escape(response)})")
+    table.add_column("factor")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    for name, value in optimum["config"].items():
+        table.add_row(escape(name), escape(_fmt(value)), escape(units.get(name, "")))
+    console.print(table)
+    console.print(
+        f"predicted {escape(response)} {optimum['predicted']:.1f}  "
+        f"95% CI \\[{_num(optimum['ci_low'])}, {_num(optimum['ci_high'])}]  "
+        f"95% PI \\[{_num(optimum['pi_low'])}, {_num(optimum['pi_high'])}]"
+    )
+    if optimum.get("on_edge"):
+        console.print(
+            f"on the edge of the region: {escape(', '.join(optimum['on_edge']))} "
+            "(consider widening the range)"
+        )
+
+
+def _facts(title: str) -> Table:
+    """A two-column table of names and values."""
+    table = Table(title=title, show_header=False)
+    table.add_column("name", style="bold")
+    table.add_column("value")
+    return table
+
+
+def shorten(text: str | None, width: int = 60) -> str:
+    """The first line of `text`, cut to `width` characters with an ellipsis."""
+    if not text:
+        return ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _settings(config: Mapping[str, Any], sep: str = " ") -> str:
+    return sep.join(f"{name}={_fmt(value)}" for name, value in config.items())
+
+
+def _listed(value: object) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_listed(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_listed(v) for v in value)
+    return _fmt(value)
+
+
+def _num(value: float | None, spec: str = ".1f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,427 @@
+"""`galera-doe` commands against a real API: the app served by uvicorn in a thread on a free
+loopback port (a SQLite database and a Redis database of the module's own), and, for the runs, a
+real Celery worker process on the simulated target."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import redis
+import uvicorn
+import yaml
+from typer.main import get_command
+from typer.testing import CliRunner, Result
+
+from app.cli import cli
+from app.client import Client
+from app.config import Settings
+from app.main import create_app
+from app.processes import ChildProcess, free_port, wait_until, worker_command
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "quickstart.yaml"
+CLI_REDIS_DB = 12  # the module's own: its worker takes no other test's trial ids
+MANUAL = {
+    "name": "published study",
+    "target": "manual",
+    "factors": [
+        {"name": "galera_nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "total_connections", "kind": "integer", "low": 8, "high": 160},
+    ],
+    "design": None,
+    "objective": {"response": "tps"},
+}
+LOOP = {
+    "name": "closed loop",
+    "target": "simulated",
+    "factors": [
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+    ],
+    "design": None,
+    "objective": {"response": "tps"},
+}
+PUBLISHED_ROWS = [(1, 8, 596.3), (3, 8, 531.9), (9, 8, 429.2), (9, 40, 1196.0), (3, 48, 1428.9),
+                  (9, 160, 1095.7), (5, 40, 1278.6), (4, 40, 1374.1), (1, 160, 800.0),
+                  (5, 160, 1150.0)]  # fmt: skip
+
+
+@dataclass
+class Api:
+    """The running API: its URL and the Authorization header of every request it received."""
+
+    url: str
+    authorizations: list[str | None] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def cli_settings(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """A fresh SQLite file (the API migrates it at start) and a flushed Redis database."""
+    broker_url = redis_url.rsplit("/", 1)[0] + f"/{CLI_REDIS_DB}"
+    broker = redis.Redis.from_url(broker_url)
+    broker.flushdb()
+    path = tmp_path_factory.mktemp("cli") / "cli.sqlite3"
+    yield Settings(database_url=f"sqlite+aiosqlite:///{path}", broker_url=broker_url)
+    broker.flushdb()
+    broker.close()
+
+
+@pytest.fixture(scope="module")
+def api(cli_settings: Settings) -> Iterator[Api]:
+    """The real app under uvicorn in a background thread, stopped at the end of the module."""
+    app = create_app(cli_settings)
+    running = Api(url="")
+
+    async def recording(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            value = dict(scope["headers"]).get(b"authorization")
+            running.authorizations.append(value.decode() if value is not None else None)
+        await app(scope, receive, send)
+
+    port = free_port()
+    config = uvicorn.Config(recording, host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="cli-test-api", daemon=True)
+    thread.start()
+    assert wait_until(lambda: server.started or not thread.is_alive(), timeout=30)
+    assert server.started, "uvicorn did not start"
+    running.url = f"http://127.0.0.1:{port}"
+    yield running
+    server.should_exit = True
+    thread.join(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def worker(
+    api: Api, cli_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ChildProcess]:
+    """One real Celery worker process on the module's database and broker."""
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": cli_settings.database_url,
+        "GALERA_DOE_BROKER_URL": cli_settings.broker_url,
+    }
+    child = ChildProcess(
+        "worker", worker_command("WARNING"), env=env, log_dir=tmp_path_factory.mktemp("worker")
+    )
+    yield child
+    child.stop(timeout=15)
+
+
+def run(*args: str, url: str | None = None, env: dict[str, str] | None = None) -> Result:
+    """Invoke the CLI in process, wide enough that tables do not wrap."""
+    argv = ["--url", url, *args] if url is not None else list(args)
+    return CliRunner().invoke(cli, argv, env={"COLUMNS": "220", **(env or {})})
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, f"exit {result.exit_code}\n{result.output}\n{result.exception!r}"
+    return result.stdout
+
+
+def write_yaml(path: Path, spec: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def submitted_id(output: str) -> int:
+    found = re.search(r"^experiment (\d+) ", output, re.MULTILINE)
+    assert found, output
+    return int(found.group(1))
+
+
+def table_rows(output: str, first_cell: str) -> list[list[str]]:
+    """The cells of the table rows of `output` whose first cell matches `first_cell`."""
+    rows = []
+    for line in output.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃]", line)[1:-1]]
+        if cells and re.fullmatch(first_cell, cells[0]):
+            rows.append(cells)
+    return rows
+
+
+# --help
+
+HELP = [
+    ([], ["--url", "GALERA_DOE_URL", "--api-key", "GALERA_DOE_API_KEY", "submit", "status",
+          "trials", "analysis", "suggest", "optimize", "design", "export", "serve", "worker",
+          "lab", "demo", "start", "cancel"]),
+    (["submit"], ["FILE.yaml", "--wait", "--no-start", "--timeout", "--target", "--model"]),
+    (["start"], ["ID", "--wait", "--timeout", "--model"]),
+    (["cancel"], ["ID"]),
+    (["status"], ["ID"]),
+    (["trials"], ["ID"]),
+    (["analysis"], ["ID", "--response", "--model"]),
+    (["suggest"], ["ID", "--strategy", "--count"]),
+    (["optimize"], ["ID", "--budget", "--strategy", "--batch-size", "--stop-below", "--wait",
+                    "--timeout"]),
+    (["design"], ["preview"]),
+    (["design", "preview"], ["FILE.yaml"]),
+    (["export"], ["ID", "--format", "csv", "json", "--output"]),
+    (["serve"], ["--host", "--port"]),
+    (["worker"], ["--loglevel"]),
+    (["demo"], ["FILE.yaml", "--timeout", "--model", "--target"]),
+    (["lab"], ["up, down or status", "--nodes"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("command", "words"), HELP, ids=[" ".join(c) or "galera-doe" for c, _ in HELP]
+)
+def test_every_command_has_help_naming_its_options(command: list[str], words: list[str]):
+    result = run(*command, "--help")
+    out = ok(result)
+    for word in words:
+        assert word in out, f"{word!r} not in the help of {command}:\n{out}"
+
+
+def test_every_command_and_parameter_has_help_text():
+    def walk(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, f"{path} {name}")
+
+    commands = list(walk(get_command(cli), "galera-doe"))
+    assert len(commands) >= 16
+    for path, command in commands:
+        assert command.help and len(command.help) > 20, f"{path} has no help"
+        for param in command.params:
+            if param.name != "help" and not param.hidden:
+                assert getattr(param, "help", None), f"{path}: {param.name} has no help"
+
+
+# Submitting and reading experiments
+
+
+def test_submit_without_start_then_status_trials_export_start_and_cancel(api: Api, tmp_path: Path):
+    spec = write_yaml(tmp_path / "quickstart.yaml", yaml.safe_load(QUICKSTART.read_text()))
+    out = ok(run("submit", str(spec), "--no-start", "--target", "simulated", url=api.url))
+    assert "'quickstart - nodes and threads' on target 'simulated': 9 planned trials" in out
+    assert "not started" in out
+    experiment_id = submitted_id(out)
+
+    status = ok(run("status", str(experiment_id), url=api.url))
+    assert f"Experiment {experiment_id} 'quickstart - nodes and threads': planned" in status
+    assert "target simulated, maximize tps" in status
+    # pending queued running succeeded failed cancelled total
+    assert table_rows(status, r"9") == [["9", "0", "0", "0", "0", "0", "9"]], status
+    assert "best so far: none yet" in status
+
+    listed = ok(run("trials", str(experiment_id), url=api.url))
+    rows = table_rows(listed, r"\d+")
+    assert [int(r[1]) for r in rows] == list(range(1, 10)), listed  # run order
+    assert {r[2] for r in rows} == {"pending"}
+    assert all(re.fullmatch(r"nodes=[123] threads_per_client=[248]", r[3]) for r in rows), rows
+    assert {r[4] for r in rows} == {"n/a"} and {r[5] for r in rows} == {"0"}
+
+    csv_text = ok(run("export", str(experiment_id), url=api.url))
+    lines = csv_text.splitlines()
+    assert lines[0].startswith("run_order,std_order,block,whole_plot") and len(lines) == 10
+    assert "nodes" in lines[0] and "threads_per_client" in lines[0]
+
+    output = tmp_path / "trials.json"
+    result = run("export", str(experiment_id), "--format", "json", "-o", str(output), url=api.url)
+    ok(result)
+    assert result.stdout == "" and f"wrote {output}" in result.stderr
+    exported = json.loads(output.read_text())
+    assert [t["run_order"] for t in exported] == list(range(1, 10))
+    assert {t["experiment_id"] for t in exported} == {experiment_id}
+
+    # No worker runs here: the queued trials wait (and are cancelled, so no worker runs them).
+    assert "started: 9 trials queued" in ok(run("start", str(experiment_id), url=api.url))
+    queued = ok(run("status", str(experiment_id), url=api.url))
+    assert table_rows(queued, r"0") == [["0", "9", "0", "0", "0", "0", "9"]], queued
+    cancelled = ok(run("cancel", str(experiment_id), url=api.url))
+    assert f"Experiment {experiment_id} 'quickstart - nodes and threads': cancelled" in cancelled
+    assert table_rows(cancelled, r"0") == [["0", "0", "0", "0", "0", "9", "9"]], cancelled
+
+
+def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api, tmp_path: Path):
+    spec = write_yaml(tmp_path / "manual.yaml", MANUAL)
+    out = ok(run("submit", str(spec), "--wait", url=api.url))
+    assert "on target 'manual': 0 planned trials" in out
+    assert "await their observations" in out and "started:" not in out
+    experiment_id = submitted_id(out)
+
+    observations = [
+        {"config": {"galera_nodes": n, "total_connections": c}, "responses": {"tps": tps}}
+        for n, c, tps in PUBLISHED_ROWS
+    ]
+    with Client(api.url) as client:
+        client.record_observations(experiment_id, observations)
+
+    status = ok(run("status", str(experiment_id), url=api.url))
+    assert "completed" in status and "best so far: trial" in status and "tps 1428.9" in status
+
+    report = ok(run("analysis", str(experiment_id), "--model", "quadratic", url=api.url))
+    assert "quadratic model of tps" in report and "from 10 trials (0 failed" in report
+    for title in ("Fit", "Coefficients (coded units)", "Factors ranked by effect on tps",
+                  "Predicted optimum (maximize tps)"):  # fmt: skip
+        assert title in report, report
+    terms = [row[0] for row in table_rows(report, r"Intercept|galera_nodes.*|total_conn.*")]
+    assert "Intercept" in terms and "galera_nodes:total_connections" in terms, report
+    assert "total_connections^2" in terms
+    assert re.search(r"predicted tps \d+\.\d  95% CI \[\d+\.\d, \d+\.\d\]  95% PI \[", report)
+    assert re.search(r"R²\s+│\s+0\.\d{4}", report), report
+
+    linear = ok(run("analysis", str(experiment_id), "--model", "linear", url=api.url))
+    assert "linear model of tps" in linear and "galera_nodes^2" not in linear
+
+    plan = ok(
+        run("suggest", str(experiment_id), "--strategy", "bayes", "--count", "2", url=api.url)
+    )
+    assert "strategy bayes, stage" in plan and "Suggestions (" in plan, plan
+    suggestions = table_rows(plan, r"\d+")
+    assert 1 <= len(suggestions) <= 2, plan
+    for row in suggestions:
+        assert re.fullmatch(r"galera_nodes=\d+ total_connections=\d+", row[2]), row
+        assert re.fullmatch(r"\d+\.\d", row[3]) and re.fullmatch(r"\d+\.\d", row[4]), row
+        assert row[6], row  # the reason
+
+
+def test_design_preview_prints_the_run_table_and_its_quality(api: Api):
+    out = ok(run("design", "preview", str(QUICKSTART), url=api.url))
+    assert "Design: full_factorial, 9 runs" in out
+    runs = table_rows(out, r"[1-9]")
+    configs = {(r[-3], r[-2]) for r in runs if len(r) >= 5}
+    assert configs == {(n, t) for n in "123" for t in "248"}, out
+    assert "Quality for the interaction model" in out
+    assert re.search(r"D-efficiency\s+│\s+66\.7", out), out
+    assert "split-plot run order" in out  # nodes is hard to change
+
+
+def test_the_api_key_is_sent_as_a_bearer_token(api: Api):
+    before = len(api.authorizations)
+    ok(run("--api-key", "s3cret", "design", "preview", str(QUICKSTART), url=api.url))
+    ok(run("design", "preview", str(QUICKSTART), env={"GALERA_DOE_API_KEY": "from-env"},
+           url=api.url))  # fmt: skip
+    ok(run("design", "preview", str(QUICKSTART), url=api.url))
+    assert api.authorizations[before:] == ["Bearer s3cret", "Bearer from-env", None]
+
+
+def test_the_url_comes_from_the_environment(api: Api):
+    out = ok(run("design", "preview", str(QUICKSTART), env={"GALERA_DOE_URL": api.url}))
+    assert "Design: full_factorial, 9 runs" in out
+
+
+# Errors: one line on stderr, no traceback
+
+
+def one_error_line(result: Result, code: int) -> str:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_an_api_validation_error_is_one_line_and_exit_1(api: Api, tmp_path: Path):
+    spec = yaml.safe_load(QUICKSTART.read_text())
+    spec["factors"][1] = {"name": "threads_per_client", "kind": "integer", "low": 8, "high": 2}
+    line = one_error_line(run("submit", str(write_yaml(tmp_path / "bad.yaml", spec)),
+                              url=api.url), 1)  # fmt: skip
+    assert line.startswith("error: HTTP 422: factors.1.high: "), line
+    assert "greater than low" in line
+
+    bad = copy.deepcopy(MANUAL) | {"colour": "red", "target": "nowhere"}
+    line = one_error_line(
+        run("submit", str(write_yaml(tmp_path / "worse.yaml", bad)), url=api.url), 1
+    )
+    assert line.startswith("error: HTTP 422: ") and "colour: Extra inputs" in line, line
+
+    line = one_error_line(run("status", "999999", url=api.url), 1)
+    assert line.startswith("error: HTTP 404: ") and "999999" in line, line
+    line = one_error_line(run("suggest", "1", "--strategy", "magic", url=api.url), 1)
+    assert line.startswith("error: HTTP 422: strategy: "), line
+
+
+def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path: Path):
+    url = f"http://127.0.0.1:{free_port()}"
+    expected = f"error: cannot reach the API at {url} (is `galera-doe serve` running?)"
+    assert one_error_line(run("status", "1", url=url), 1) == expected
+    assert one_error_line(run("design", "preview", str(QUICKSTART), url=url), 1) == expected
+    assert one_error_line(run("export", "1", env={"GALERA_DOE_URL": url}), 1) == expected
+    line = one_error_line(run("status", "1", url="ftp://example.org"), 2)
+    assert line.startswith("error: invalid API URL 'ftp://example.org'"), line
+
+
+def test_a_missing_or_invalid_yaml_file_is_one_line_and_exit_2(tmp_path: Path):
+    url = f"http://127.0.0.1:{free_port()}"  # the file is read before the API is called
+    missing = tmp_path / "missing.yaml"
+    line = one_error_line(run("submit", str(missing), url=url), 2)
+    assert line == f"error: cannot read {missing}: No such file or directory"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nfactors: [unclosed\n")
+    line = one_error_line(run("design", "preview", str(broken), url=url), 2)
+    assert line.startswith(f"error: {broken} is not valid YAML: ") and "line" in line, line
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    line = one_error_line(run("submit", str(listed), url=url), 2)
+    assert "does not hold a YAML mapping" in line
+    line = one_error_line(run("demo", str(tmp_path)), 2)
+    assert line.startswith(f"error: cannot read {tmp_path}: "), line
+
+
+# Runs through a real worker
+
+
+@pytest.mark.integration
+def test_submit_wait_runs_on_the_simulated_target_and_every_command_reads_it(
+    api: Api, worker: ChildProcess
+):
+    out = ok(
+        run("submit", str(QUICKSTART), "--target", "simulated", "--wait", "--timeout", "120",
+            url=api.url)
+    )  # fmt: skip
+    experiment_id = submitted_id(out)
+    assert "started: 9 trials queued" in out
+    assert re.search(r"9/9 running 0\s+failed 0\s+best tps \d+\.\d", out), out
+    assert f"experiment {experiment_id} completed" in out
+    assert "Predicted optimum (maximize tps)" in out and "Factors ranked by effect on tps" in out
+    assert re.search(r"predicted tps \d+\.\d  95% CI \[.+\]  95% PI \[.+\]", out), out
+    assert "best observed: trial" in out
+
+    status = ok(run("status", str(experiment_id), url=api.url))
+    assert "completed" in status and re.search(r"best so far: trial \d+, tps \d+\.\d", status)
+    assert table_rows(status, r"0") == [["0", "0", "0", "9", "0", "0", "9"]], status
+
+    rows = table_rows(ok(run("trials", str(experiment_id), url=api.url)), r"\d+")
+    assert len(rows) == 9 and {r[2] for r in rows} == {"succeeded"}
+    assert all(re.fullmatch(r"\d+\.\d", r[4]) and r[5] == "1" and r[6] == "" for r in rows), rows
+
+    report = ok(run("analysis", str(experiment_id), url=api.url))
+    assert "quadratic model of tps" in report and "from 9 trials" in report
+    assert "nodes^2" in report and "threads_per_client^2" in report
+
+    plan = ok(run("suggest", str(experiment_id), url=api.url))
+    assert "strategy auto, stage" in plan
+
+    assert len(ok(run("export", str(experiment_id), url=api.url)).splitlines()) == 10
+
+
+@pytest.mark.integration
+def test_optimize_wait_follows_the_loop_until_it_stops(
+    api: Api, worker: ChildProcess, tmp_path: Path
+):
+    spec = write_yaml(tmp_path / "loop.yaml", LOOP)
+    experiment_id = submitted_id(ok(run("submit", str(spec), url=api.url)))
+    loop = ok(
+        run("optimize", str(experiment_id), "--budget", "3", "--batch-size", "2", "--wait",
+            "--timeout", "120", url=api.url)
+    )  # fmt: skip
+    assert re.search(r"optimization loop \d+ running: auto, budget 3 trials, 2 per round", loop)
+    assert "loop stopped: the budget of trials is used up" in loop, loop
+    assert re.search(r"trials used\s+│\s+3 of 3 \(batch 2\)", loop), loop
+    after = ok(run("status", str(experiment_id), url=api.url))
+    assert re.search(r"Optimization loop \d+", after) and "stopped" in after, after
+    assert table_rows(after, r"0") == [["0", "0", "0", "3", "0", "0", "3"]], after
+    rows = table_rows(ok(run("trials", str(experiment_id), url=api.url)), r"\d+")
+    assert [r[2] for r in rows] == ["succeeded"] * 3, rows
