@@ -17,10 +17,13 @@ import pytest
 import redis
 from httpx import ASGITransport, AsyncClient
 
+from app.client import Client
 from app.config import Settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import Database
 from app.main import create_app
+from app.processes import running_service
+from app.queue import TRIALS_QUEUE
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
@@ -110,3 +113,15 @@ async def api(settings: Settings) -> AsyncIterator[AsyncClient]:
 def repo_root() -> Path:
     """The repository's top directory."""
     return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """The API and one worker as child processes, on the test database and the test Redis."""
+    redis.Redis.from_url(settings.broker_url).delete(TRIALS_QUEUE)
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": settings.database_url,
+        "GALERA_DOE_BROKER_URL": settings.broker_url,
+    }
+    with running_service(env, tmp_path_factory.mktemp("service")) as running:
+        yield running.client
