@@ -397,6 +397,47 @@ def export(
     typer.echo(f"wrote {output}", err=True)
 
 
+@cli.command()
+def plot(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    kind: Annotated[
+        str,
+        typer.Argument(
+            metavar="KIND",
+            help="contour, surface, interaction, main_effects, pareto, half_normal, residuals "
+            "or progress",
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="PNG file to write", dir_okay=False)
+    ],
+    x: Annotated[
+        str | None, typer.Option(help="factor on the x axis (default: most important)")
+    ] = None,
+    y: Annotated[str | None, typer.Option(help="factor on the y axis (default: next one)")] = None,
+    response: Annotated[
+        str | None, typer.Option(help="response to plot (default: the objective's)")
+    ] = None,
+    model: Annotated[
+        str, typer.Option(help="linear, interaction, quadratic or auto (AICc selection)")
+    ] = "auto",
+    width: Annotated[int, typer.Option(help="pixels")] = 800,
+    height: Annotated[int, typer.Option(help="pixels")] = 600,
+) -> None:
+    """Save a plot of the fitted model, rendered by the server, as a PNG file."""
+    with _client(ctx) as client:
+        image = client.plot(
+            experiment_id, kind, x=x, y=y, response=response, model=model, width=width,
+            height=height,
+        )  # fmt: skip
+    try:
+        output.write_bytes(image)
+    except OSError as error:
+        raise CommandError(f"cannot write {output}: {error.strerror or error}") from None
+    typer.echo(f"wrote {output} ({width} x {height})", err=True)
+
+
 # The service itself -----------------------------------------------------------------------------
 
 

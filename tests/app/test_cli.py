@@ -19,6 +19,7 @@ import pytest
 import redis
 import uvicorn
 import yaml
+from PIL import Image
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
@@ -152,8 +153,8 @@ def table_rows(output: str, first_cell: str) -> list[list[str]]:
 
 HELP = [
     ([], ["--url", "GALERA_DOE_URL", "--api-key", "GALERA_DOE_API_KEY", "submit", "status",
-          "trials", "analysis", "suggest", "optimize", "design", "export", "serve", "worker",
-          "lab", "demo", "start", "cancel"]),
+          "trials", "analysis", "suggest", "optimize", "design", "export", "plot", "serve",
+          "worker", "lab", "demo", "start", "cancel"]),
     (["submit"], ["FILE.yaml", "--wait", "--no-start", "--timeout", "--target", "--model"]),
     (["start"], ["ID", "--wait", "--timeout", "--model"]),
     (["cancel"], ["ID"]),
@@ -166,6 +167,8 @@ HELP = [
     (["design"], ["preview"]),
     (["design", "preview"], ["FILE.yaml"]),
     (["export"], ["ID", "--format", "csv", "json", "--output"]),
+    (["plot"], ["ID", "KIND", "contour", "--output", "--x", "--y", "--response", "--model",
+                "--width", "--height"]),
     (["serve"], ["--host", "--port"]),
     (["worker"], ["--loglevel"]),
     (["demo"], ["FILE.yaml", "--timeout", "--model", "--target"]),
@@ -274,6 +277,16 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
 
     linear = ok(run("analysis", str(experiment_id), "--model", "linear", url=api.url))
     assert "linear model of tps" in linear and "galera_nodes^2" not in linear
+
+    picture = tmp_path / "contour.png"
+    drawn = run("plot", str(experiment_id), "contour", "-o", str(picture), "--width", "640",
+                "--height", "480", url=api.url)  # fmt: skip
+    ok(drawn)
+    assert f"wrote {picture} (640 x 480)" in drawn.stderr
+    assert Image.open(picture).size == (640, 480)
+    assert one_error_line(
+        run("plot", str(experiment_id), "half_normal", "-o", str(picture), url=api.url), 1
+    ).startswith("error: HTTP 422: kind: the half-normal plot applies")
 
     plan = ok(
         run("suggest", str(experiment_id), "--strategy", "bayes", "--count", "2", url=api.url)
