@@ -27,6 +27,12 @@ class Settings(BaseSettings):
     max_design_runs: int = Field(default=2000, ge=1)
     trial_lease_seconds: int = Field(default=3600, ge=10)
     max_trial_attempts: int = Field(default=3, ge=1)
+    reaper_interval_seconds: float = Field(
+        default=30.0, ge=0, description="how often the API reaps expired leases; 0: never"
+    )
+    resend_after_seconds: float = Field(
+        default=120.0, ge=0, description="a queued trial without a broker message is sent again"
+    )
 
 
 @lru_cache

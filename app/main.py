@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +18,7 @@ from app.config import Settings, get_settings
 from app.db.migrate import ensure_schema
 from app.db.session import Database
 from app.queue import TaskQueue
+from app.reaper import reap_forever
 from app.targets import load_targets
 
 log = logging.getLogger(__name__)
@@ -40,9 +43,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.database = Database(settings.database_url)
         app.state.queue = TaskQueue(settings.broker_url)
         await ensure_schema(app.state.database)
+        reaper = (
+            asyncio.create_task(reap_forever(app.state.database, app.state.queue, settings))
+            if settings.reaper_interval_seconds > 0
+            else None
+        )
         try:
             yield
         finally:
+            if reaper is not None:
+                reaper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reaper
             await app.state.database.dispose()
 
     app = FastAPI(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from collections.abc import Sequence
 
 import redis
@@ -11,6 +13,8 @@ from celery import Celery
 RUN_TRIAL_TASK = "galera_doe.run_trial"
 ADVANCE_OPTIMIZATION_TASK = "galera_doe.advance_optimization"
 TRIALS_QUEUE = "trials"
+# Where kombu's Redis transport keeps delivered, unacknowledged messages.
+UNACKED_KEY = "unacked"
 
 
 class BrokerUnavailableError(RuntimeError):
@@ -58,6 +62,30 @@ class TaskQueue:
     async def enqueue_advance(self, optimization_id: int) -> None:
         """Send one `advance_optimization(optimization_id)` message: the loop's next step."""
         await asyncio.to_thread(self._send, optimization_id, ADVANCE_OPTIMIZATION_TASK)
+
+    async def live_trial_ids(self) -> set[int]:
+        """The trial ids that have a message in the broker: waiting in the queue, or delivered
+        to a worker and not yet acknowledged (the Redis transport keeps those in `unacked`)."""
+        return await asyncio.to_thread(self._live_trial_ids)
+
+    def _live_trial_ids(self) -> set[int]:
+        try:
+            client = redis.Redis.from_url(
+                self.broker_url, socket_connect_timeout=2, socket_timeout=5
+            )
+            waiting = client.lrange(TRIALS_QUEUE, 0, -1)
+            delivered = [json.loads(item)[0] for item in client.hvals(UNACKED_KEY)]
+            client.close()
+        except redis.RedisError as error:
+            raise BrokerUnavailableError(
+                f"broker {self._redacted()} unreachable: {error}"
+            ) from error
+        messages = [json.loads(item) for item in waiting] + delivered
+        return {
+            int(json.loads(base64.b64decode(message["body"]))[0][0])
+            for message in messages
+            if message.get("headers", {}).get("task") == RUN_TRIAL_TASK
+        }
 
     async def ping(self) -> None:
         """Raise BrokerUnavailableError unless the broker answers."""

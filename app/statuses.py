@@ -32,6 +32,7 @@ class Failure(StrEnum):
     INFRASTRUCTURE = "infrastructure"  # the cluster was unhealthy: retried up to the attempt limit
     INFEASIBLE = "infeasible"  # the configuration cannot work (e.g. too many connections)
     ERROR = "error"  # anything else: the error and the log tail are kept
+    LOST = "lost"  # its worker died (lease expired) on every attempt
 
 
 class TrialSource(StrEnum):

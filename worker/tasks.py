@@ -59,7 +59,7 @@ async def execute_trial(trial_id: int) -> str:
             claimed = await trial_runs.claim(session, trial_id=trial_id, worker=holder, lease=lease)
         if claimed is None:
             return "skipped"
-        renewal = asyncio.create_task(_keep_target(target, holder, lease))
+        renewal = asyncio.create_task(_keep_leases(target, claimed.trial_id, holder, lease))
         try:
             return await _run(claimed)
         finally:
@@ -166,12 +166,17 @@ async def _wait_for_target(target: str, holder: str, lease: timedelta) -> None:
         await asyncio.sleep(1.0)
 
 
-async def _keep_target(target: str, holder: str, lease: timedelta) -> None:
-    """Renew the lease while the trial runs, so a long trial keeps its cluster."""
+async def _keep_leases(target: str, trial_id: int, holder: str, lease: timedelta) -> None:
+    """Renew the target's and the trial's leases while the trial runs: a long trial keeps its
+    cluster, and the reaper leaves it alone while this worker lives."""
     while True:
         await asyncio.sleep(lease.total_seconds() / 3)
-        async with runtime.database().session() as session:
-            await trial_runs.acquire_target(session, target=target, holder=holder, ttl=lease)
+        try:
+            async with runtime.database().session() as session:
+                await trial_runs.acquire_target(session, target=target, holder=holder, ttl=lease)
+                await trial_runs.renew_lease(session, trial_id=trial_id, worker=holder, lease=lease)
+        except Exception as error:  # the database may be restarting: try again next time
+            log.warning("trial %s: leases not renewed: %s", trial_id, error)
 
 
 def _target(name: str) -> Target:

@@ -91,6 +91,36 @@ async def claim_trial(
     )
 
 
+async def renew_trial_lease(
+    session: AsyncSession, trial_id: int, *, worker: str, lease: timedelta
+) -> bool:
+    """Push a running trial's lease forward, if this worker still holds it."""
+    statement = (
+        update(Trial)
+        .where(Trial.id == trial_id, Trial.status == TrialStatus.RUNNING, Trial.worker == worker)
+        .values(lease_expires_at=utcnow() + lease)
+        .execution_options(synchronize_session=False)
+    )
+    return (await session.execute(statement)).rowcount == 1  # type: ignore[attr-defined]
+
+
+async def expired_trials(session: AsyncSession, now: datetime) -> Sequence[Trial]:
+    """Running trials whose lease ran out: their worker stopped renewing it."""
+    statement = select(Trial).where(
+        Trial.status == TrialStatus.RUNNING, Trial.lease_expires_at < now
+    )
+    return (await session.execute(statement)).scalars().all()
+
+
+async def queued_trials_before(session: AsyncSession, before: datetime) -> Sequence[Trial]:
+    """Queued trials sent before `before` (or never sent)."""
+    statement = select(Trial).where(
+        Trial.status == TrialStatus.QUEUED,
+        or_(Trial.queued_at.is_(None), Trial.queued_at < before),
+    )
+    return (await session.execute(statement)).scalars().all()
+
+
 async def cancel_unstarted_trials(session: AsyncSession, experiment_id: int) -> int:
     """pending/queued -> cancelled for one experiment; returns how many were cancelled."""
     statement = (

@@ -9,6 +9,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
+from app.db.models import utcnow
+from app.queue import TaskQueue
 from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, Failure, TrialStatus
 
 
@@ -51,12 +53,10 @@ async def record_success(
     responses: dict[str, float],
     raw_output: str,
 ) -> bool:
-    """running -> succeeded with the responses; False if the trial was taken from this worker."""
+    """running -> succeeded with the responses, keeping the errors of earlier attempts; False
+    if the trial was taken from this worker."""
     return await _finish(
-        session,
-        claimed,
-        TrialStatus.SUCCEEDED,
-        {"responses": responses, "raw_output": raw_output, "error": None},
+        session, claimed, TrialStatus.SUCCEEDED, {"responses": responses, "raw_output": raw_output}
     )
 
 
@@ -95,6 +95,85 @@ async def record_failure(
         {"error": errors, "failure": failure, "raw_output": raw_output},
     )
     return TrialStatus.FAILED if done else None
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """What one pass of the reaper did: trials whose worker died, sent again or failed for
+    good, and queued trials whose message was lost, sent again."""
+
+    requeued: list[int]
+    failed: list[int]
+    resent: list[int]
+
+
+async def reap(
+    session: AsyncSession,
+    *,
+    queue: TaskQueue,
+    max_attempts: int,
+    resend_after: timedelta,
+) -> Reaped:
+    """Return trials whose lease expired to the queue (or fail them after `max_attempts`,
+    keeping every attempt's error), and send again the queued trials that have no message in
+    the broker (lost with a broker restart) and were queued more than `resend_after` ago.
+
+    The database is the source of truth: sending a trial twice is harmless, a worker claims it
+    once."""
+    now = utcnow()
+    requeued, failed = [], []
+    for trial in await repositories.expired_trials(session, now):
+        error = (
+            f"{trial.error + chr(10) if trial.error else ''}attempt {trial.attempts} "
+            f"({Failure.LOST}): worker {trial.worker} stopped renewing its lease, which "
+            f"expired at {trial.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC"
+        )
+        retry = trial.attempts < max_attempts
+        values: dict[str, Any] = (
+            {"error": error, "lease_expires_at": None, "queued_at": now}
+            if retry
+            else {"error": error, "failure": Failure.LOST, **repositories.finished_values()}
+        )
+        if not await repositories.transition(
+            session,
+            trial.id,
+            from_statuses=[TrialStatus.RUNNING],
+            to_status=TrialStatus.QUEUED if retry else TrialStatus.FAILED,
+            values=values,
+        ):
+            continue  # its worker finished it after all
+        if retry:
+            requeued.append(trial.id)
+        else:
+            failed.append(trial.id)
+            await _complete_experiment_if_done(session, trial.experiment_id)
+    await session.commit()
+    live = await queue.live_trial_ids()
+    resent = [
+        trial.id
+        for trial in await repositories.queued_trials_before(session, now - resend_after)
+        if trial.id not in live and trial.id not in requeued
+    ]
+    for trial_id in resent:
+        await repositories.transition(
+            session,
+            trial_id,
+            from_statuses=[TrialStatus.QUEUED],
+            to_status=TrialStatus.QUEUED,
+            values={"queued_at": now},
+        )
+    await session.commit()
+    await queue.enqueue_trials([*requeued, *resent])
+    return Reaped(requeued=requeued, failed=failed, resent=resent)
+
+
+async def renew_lease(
+    session: AsyncSession, *, trial_id: int, worker: str, lease: timedelta
+) -> bool:
+    """Keep a running trial's lease alive; False when the trial is no longer this worker's."""
+    renewed = await repositories.renew_trial_lease(session, trial_id, worker=worker, lease=lease)
+    await session.commit()
+    return renewed
 
 
 async def optimization_to_advance(session: AsyncSession, *, experiment_id: int) -> int | None:

@@ -11,7 +11,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, text, update
 
 from app.db import repositories
 from app.db.migrate import (
@@ -21,8 +21,9 @@ from app.db.migrate import (
     head_revision,
     upgrade_to_head,
 )
-from app.db.models import Base, Experiment, Optimization, Suggestion, Trial
+from app.db.models import Base, Experiment, Optimization, Suggestion, Trial, utcnow
 from app.db.session import Database
+from app.queue import TaskQueue
 from app.services import trial_runs
 from app.statuses import Failure, TrialStatus
 from tests.conftest import mariadb
@@ -249,3 +250,37 @@ async def test_the_loop_tables_migrate_down_and_up_keeping_the_trials(scratch_ur
             assert trial is not None and trial.optimization_id is None
     finally:
         await database.dispose()
+
+
+async def test_the_reaper_requeues_expired_trials_and_fails_them_after_the_last_attempt(
+    database, redis_url
+):
+    queue = TaskQueue(redis_url)
+    expired, alive = await new_trial(database), await new_trial(database)
+    for trial_id in (expired, alive):
+        assert await claim(database, trial_id) is not None
+
+    async def expire_and_reap() -> trial_runs.Reaped:
+        async with database.session() as session:
+            await session.execute(
+                update(Trial).where(Trial.id == expired).values(lease_expires_at=utcnow())
+            )
+            await session.commit()
+            return await trial_runs.reap(
+                session, queue=queue, max_attempts=2, resend_after=timedelta(hours=1)
+            )
+
+    reaped = await expire_and_reap()
+    assert reaped.requeued == [expired] and reaped.failed == []
+    assert expired in await queue.live_trial_ids()
+    # The second attempt dies too: that was the last one.
+    assert await claim(database, expired) is not None
+    reaped = await expire_and_reap()
+    assert reaped.failed == [expired] and reaped.requeued == []
+    async with database.session() as session:
+        trial = await repositories.get_trial(session, expired)
+        untouched = await repositories.get_trial(session, alive)
+    assert trial is not None and untouched is not None
+    assert trial.status == TrialStatus.FAILED and trial.failure == Failure.LOST
+    assert trial.error is not None and trial.error.count("(lost): worker w stopped") == 2
+    assert untouched.status == TrialStatus.RUNNING and untouched.attempts == 1

@@ -7,8 +7,9 @@ benchmarks. `response_surface` evaluates whole arrays of configurations.
 
 Inputs (`SIMULATED_FACTORS`, defaults `SIMULATED_DEFAULTS`): n = nodes (1-16), c = clients
 (1-16), t = threads_per_client (1-256), s = wsrep_slave_threads (1-64), T = runtime_s (10-3600),
-w = write_share (0-1, default 4/18 as in oltp_read_write). Settings: `seed` (0) and `noise` (0.03,
-relative standard deviation of the run's throughput).
+w = write_share (0-1, default 4/18 as in oltp_read_write). Settings: `seed` (0), `noise` (0.03,
+relative standard deviation of the run's throughput) and `seconds_per_trial` (0: answer at once;
+a pace for demos and for the fault tests, which kill a worker in the middle of a trial).
 
 The model (ms and transactions per second; N = c t connections; 2 vCPUs per node):
 
@@ -98,6 +99,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
@@ -135,7 +137,7 @@ _REAL_RANGES: dict[str, tuple[float, float]] = {
     "runtime_s": (10.0, 3600.0),
     "write_share": (0.0, 1.0),
 }
-_SETTINGS = ("seed", "noise")
+_SETTINGS = ("seed", "noise", "seconds_per_trial")
 
 
 @dataclass(frozen=True)
@@ -445,12 +447,20 @@ class SimulatedTarget(Target):
             raise TargetError(f"target '{name}': seed must be a non-negative integer, got {seed!r}")
         if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0 <= noise <= 1:
             raise TargetError(f"target '{name}': noise must be from 0 to 1, got {noise!r}")
+        pace = self.settings.get("seconds_per_trial", 0)
+        if isinstance(pace, bool) or not isinstance(pace, numbers.Real) or not 0 <= pace <= 3600:
+            raise TargetError(
+                f"target '{name}': seconds_per_trial must be from 0 to 3600, got {pace!r}"
+            )
         self.seed = seed
         self.noise = float(noise)
+        self.seconds_per_trial = float(pace)
 
     def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
-        """Evaluate the model for `config` with the noise of trial `run_key`."""
+        """Evaluate the model for `config` with the noise of trial `run_key`, taking
+        `seconds_per_trial` as a real benchmark would take its runtime."""
         resolved = _resolve(config)
+        time.sleep(self.seconds_per_trial)
         solution = _solve(*resolved.values())
         if self.noise == 0.0:
             surface = _responses(solution)

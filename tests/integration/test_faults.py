@@ -1,0 +1,150 @@
+"""Faults, for real: a worker killed with SIGKILL in the middle of a trial, and a broker that
+restarts (losing its messages) while trials are queued. Every trial still ends `succeeded`,
+once, and the lost attempt is recorded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import yaml
+
+from app.client import Client
+from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+
+pytestmark = pytest.mark.integration
+
+SLOW = {"name": "slow", "kind": "simulated", "settings": {"seed": 1, "seconds_per_trial": 3}}
+SPEC = {
+    "name": "fault test",
+    "target": "slow",
+    "factors": [
+        {"name": "nodes", "kind": "integer", "levels": [1, 3]},
+        {"name": "threads_per_client", "kind": "integer", "levels": [4, 16]},
+    ],
+    "design": {"kind": "full_factorial", "seed": 5},
+    "objective": {"response": "tps", "goal": "maximize"},
+}
+
+
+class Stack:
+    """A Redis server, an API with a fast reaper and short leases, and workers: all children
+    of the test, stopped by pid."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.redis_port = free_port()
+        self.redis: ChildProcess | None = None
+        self.start_redis()
+        targets = root / "targets.yaml"
+        targets.write_text(yaml.safe_dump({"targets": [SLOW]}))
+        self.env = os.environ | {
+            "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{root / 'faults.sqlite3'}",
+            "GALERA_DOE_BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "GALERA_DOE_TARGETS_FILE": str(targets),
+            "GALERA_DOE_TRIAL_LEASE_SECONDS": "10",
+            "GALERA_DOE_REAPER_INTERVAL_SECONDS": "1",
+            "GALERA_DOE_RESEND_AFTER_SECONDS": "2",
+            "GALERA_DOE_MAX_TRIAL_ATTEMPTS": "3",
+        }
+        port = free_port()
+        self.api = ChildProcess("api", api_command("127.0.0.1", port), env=self.env, log_dir=root)
+        self.client = Client(f"http://127.0.0.1:{port}")
+        self.workers: list[ChildProcess] = []
+
+        def healthy() -> bool:
+            assert self.api.alive(), self.api.tail()
+            try:
+                return bool(self.client.health()["status"] == "ok")
+            except Exception:
+                return False
+
+        assert wait_until(healthy, timeout=60), self.api.tail()
+
+    def start_redis(self) -> None:
+        server = shutil.which("redis-server")
+        assert server, "redis-server is not installed: run `make setup`"
+        argv = [server, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no"]  # fmt: skip
+        self.redis = ChildProcess("redis", argv, env=os.environ, log_dir=self.root)
+        broker = redis.Redis(port=self.redis_port)
+        assert wait_until(lambda: _pings(broker), timeout=10), self.redis.tail()
+
+    def start_worker(self) -> ChildProcess:
+        name = f"worker{len(self.workers) + 1}"
+        child = ChildProcess(name, worker_command("INFO"), env=self.env, log_dir=self.root)
+        self.workers.append(child)
+        return child
+
+    def stop(self) -> None:
+        for child in [*self.workers, self.api, self.redis]:
+            if child is not None:
+                child.stop(timeout=15)
+        self.client.close()
+
+
+def _pings(broker: redis.Redis) -> bool:
+    try:
+        return bool(broker.ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    running = Stack(tmp_path)
+    yield running
+    running.stop()
+
+
+def wait_completed(client: Client, experiment_id: int, timeout: float) -> dict:
+    assert wait_until(
+        lambda: client.experiment(experiment_id)["status"] == "completed", timeout=timeout
+    ), client.experiment(experiment_id)
+    return client.experiment(experiment_id)
+
+
+def test_a_worker_killed_mid_trial_loses_nothing(stack: Stack):
+    first = stack.start_worker()
+    created = stack.client.create_experiment(SPEC)
+    stack.client.start(created["id"])
+
+    def running() -> list[dict]:
+        return [t for t in stack.client.trials(created["id"]) if t["status"] == "running"]
+
+    assert wait_until(lambda: bool(running()), timeout=60), first.tail()
+    victim = running()[0]
+    first.kill()  # SIGKILL by pid, in the middle of a 3 s trial
+    stack.start_worker()
+
+    done = wait_completed(stack.client, created["id"], timeout=120)
+    trials = stack.client.trials(created["id"])
+    assert done["progress"]["succeeded"] == 4 and done["progress"]["running"] == 0
+    lost = next(t for t in trials if t["id"] == victim["id"])
+    assert lost["attempts"] == 2 and lost["status"] == "succeeded"
+    assert "attempt 1 (lost): worker" in lost["error"] and "stopped renewing" in lost["error"]
+    assert lost["worker"] != victim["worker"]
+    # Every result recorded once: one set of responses per trial, nothing duplicated.
+    assert all(t["responses"] and t["finished_at"] for t in trials)
+    assert all(t["attempts"] == 1 for t in trials if t["id"] != victim["id"])
+
+
+def test_queued_trials_survive_a_broker_restart(stack: Stack):
+    created = stack.client.create_experiment(SPEC)
+    stack.client.start(created["id"])
+    broker = redis.Redis(port=stack.redis_port)
+    assert broker.llen("trials") == 4
+    assert stack.redis is not None
+    stack.redis.kill()  # no persistence: the messages die with it
+    stack.start_redis()
+    assert broker.llen("trials") == 0
+    # The reaper finds queued trials without a message and sends them again.
+    assert wait_until(lambda: broker.llen("trials") == 4, timeout=30), stack.api.tail()
+    stack.start_worker()
+    done = wait_completed(stack.client, created["id"], timeout=120)
+    assert done["progress"]["succeeded"] == 4
+    assert all(t["attempts"] == 1 for t in stack.client.trials(created["id"]))
