@@ -76,8 +76,9 @@ async def record_failure(
     Returns the new status, or None if the trial was no longer this worker's.
     """
     trial = await repositories.get_trial(session, claimed.trial_id)
-    history = (trial.error + "\n") if trial is not None and trial.error else ""
-    errors = f"{history}attempt {claimed.attempt} ({failure}): {error}"
+    errors = _with_attempt(
+        trial.error if trial is not None else None, claimed.attempt, failure, error
+    )
     if failure == Failure.INFRASTRUCTURE and claimed.attempt < max_attempts:
         requeued = await repositories.transition(
             session,
@@ -123,10 +124,12 @@ async def reap(
     now = utcnow()
     requeued, failed = [], []
     for trial in await repositories.expired_trials(session, now):
-        error = (
-            f"{trial.error + chr(10) if trial.error else ''}attempt {trial.attempts} "
-            f"({Failure.LOST}): worker {trial.worker} stopped renewing its lease, which "
-            f"expired at {trial.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC"
+        error = _with_attempt(
+            trial.error,
+            trial.attempts,
+            Failure.LOST,
+            f"worker {trial.worker} stopped renewing its lease, which expired at "
+            f"{trial.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC",
         )
         retry = trial.attempts < max_attempts
         values: dict[str, Any] = (
@@ -207,6 +210,12 @@ async def acquire_target(
 async def release_target(session: AsyncSession, *, target: str, holder: str) -> None:
     """Give the target back."""
     await repositories.release_target_lease(session, target, holder=holder)
+
+
+def _with_attempt(history: str | None, attempt: int, failure: Failure, error: str) -> str:
+    """The trial's error text with one more attempt's error after those of earlier attempts."""
+    line = f"attempt {attempt} ({failure}): {error}"
+    return f"{history}\n{line}" if history else line
 
 
 async def _finish(
