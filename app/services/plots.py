@@ -16,7 +16,7 @@ from app.services import experiments
 from app.services.experiments import FitInputs
 from app.targets import TargetSpec
 from experiments import analysis, plots
-from experiments.analysis.model import fit_model
+from experiments.analysis.model import FittedModel, fit_model
 from experiments.analysis.slices import Slice, response_slice
 from experiments.errors import DomainError
 
@@ -44,12 +44,12 @@ class _Fit:
     inputs: FitInputs
     model: str
     analysis: dict[str, Any]
+    fitted: FittedModel
 
     def slice(self, x: str, y: str | None, points: int, y_points: int | None = None) -> Slice:
         arguments = self.inputs.arguments
-        fitted = fit_model(self.inputs.space, arguments["configs"], arguments["values"], self.model)
         return response_slice(
-            fitted,
+            self.fitted,
             x=x,
             y=y,
             held=self.analysis["optimum"]["config"],
@@ -128,9 +128,22 @@ async def _fit(
     inputs = await experiments.fit_inputs(
         session, experiment_id=experiment_id, response=response, targets=targets
     )
-    fitted = await asyncio.to_thread(analysis.fit, inputs.space, model=model, **inputs.arguments)
+    arguments = inputs.arguments
+
+    def both() -> tuple[analysis.Analysis, FittedModel]:
+        # The analysis gives the optimum the slices hold the other factors at; the model,
+        # fitted once here, predicts every slice of the plot.
+        return (
+            analysis.fit(inputs.space, model=model, **arguments),
+            fit_model(inputs.space, arguments["configs"], arguments["values"], model),
+        )
+
+    analysed, fitted = await asyncio.to_thread(both)
     return _Fit(
-        inputs=inputs, model=model, analysis={"response": inputs.response, **fitted.as_dict()}
+        inputs=inputs,
+        model=model,
+        analysis={"response": inputs.response, **analysed.as_dict()},
+        fitted=fitted,
     )
 
 

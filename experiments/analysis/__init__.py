@@ -14,13 +14,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 import scipy.stats
-import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.explain import Explanation, explain
-from experiments.analysis.model import CONFIDENCE, fit_model
+from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
 from experiments.analysis.numbers import finite_or_none
 from experiments.analysis.optimize import (
     DesirabilityGoal,
@@ -293,7 +291,7 @@ def fit(
             )
             for j, name in enumerate(terms.names)
         ]
-        best = _optimum(space, terms, results, goal, observed, constraints, limits, x, desirability)
+        best = _optimum(fitted, goal, constraints, limits, desirability)
         table = anova(results, x, terms.names, terms.factors)
         at_optimum = main_columns(space, [best.config])[0]
         effects = [
@@ -478,21 +476,18 @@ def _share(table: Sequence[AnovaRow], terms: ModelTerms, index: int) -> float | 
 
 
 def _optimum(
-    space: FactorSpace,
-    terms: ModelTerms,
-    results: RegressionResults,
+    fitted: FittedModel,
     goal: str,
-    observed: list[Config],
     constraints: Sequence[Constraint],
     limits: Sequence[ResponseLimit],
-    x: np.ndarray,
     desirability: Sequence[ResponseGoal],
 ) -> Optimum:
+    space, terms, results, observed = fitted.space, fitted.terms, fitted.results, fitted.observed
     region = DataRegion(space, observed)
     bounds = [
         ResponseBound(
             response=limit.response,
-            predict=_predictor(terms, sm.OLS(np.asarray(limit.values, dtype=float), x).fit()),
+            predict=_predictor(terms, fitted.same_terms(limit.values)),
             operator=operator,
             limit=value,
         )
@@ -511,7 +506,7 @@ def _optimum(
         goals = [
             DesirabilityGoal(
                 response=g.response,
-                predict=_predictor(terms, sm.OLS(np.asarray(g.values, dtype=float), x).fit()),
+                predict=_predictor(terms, fitted.same_terms(g.values)),
                 goal=g.goal,
                 low=g.low,
                 high=g.high,
