@@ -21,9 +21,13 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from app import console as show
+from app import keys
 from app.client import DEFAULT_URL, ApiError, Client
+from app.config import Settings
 from app.demo import QUICKSTART, run_demo
 from app.processes import ServiceError, worker_command
+from app.services.errors import ConflictError, NotFoundError
+from experiments.errors import DomainError
 
 # Exit codes: 1 the API refused or could not be reached, 2 bad input on the command line (a file).
 EXIT_FAILED = 1
@@ -81,6 +85,8 @@ def _errors_reported(ctx: typer.Context) -> Iterator[None]:
         _fail(_one_line(str(error)))
     except ServiceError as error:  # the demo's API or worker exited: keep its log tail
         _fail(str(error))
+    except (NotFoundError, ConflictError, DomainError) as error:  # from `keys`
+        _fail(_one_line(str(error)))
     except KeyboardInterrupt:
         _fail("interrupted (what runs in the workers goes on)", EXIT_INTERRUPTED)
 
@@ -436,6 +442,54 @@ def plot(
     except OSError as error:
         raise CommandError(f"cannot write {output}: {error.strerror or error}") from None
     typer.echo(f"wrote {output} ({width} x {height})", err=True)
+
+
+# API keys, straight on the metadata database -----------------------------------------------------
+
+keys_cli = typer.Typer(
+    help="Manage API keys on the metadata database (GALERA_DOE_DATABASE_URL): run it where the "
+    "API runs; it needs no key and does not use --url.",
+    no_args_is_help=True,
+)
+cli.add_typer(keys_cli, name="keys")
+
+
+def _database_url() -> str:
+    return Settings().database_url
+
+
+@keys_cli.command("create")
+def keys_create(
+    owner: Annotated[
+        str, typer.Argument(help="who the key is for; their experiments are theirs alone")
+    ],
+    admin: Annotated[
+        bool, typer.Option("--admin", help="the key sees and manages everybody's experiments")
+    ] = False,
+) -> None:
+    """Make a key and print its token: shown this once, stored only hashed."""
+    made = keys.create_key(_database_url(), owner, admin=admin)
+    typer.echo(made.token)
+    typer.echo(
+        f"key {made.key.id} ({made.key.prefix}…) for {made.key.owner}, role {made.key.role}; "
+        "keep the token: it cannot be shown again",
+        err=True,
+    )
+
+
+@keys_cli.command("list")
+def keys_list() -> None:
+    """List every key: id, owner, role, prefix, when made and revoked (never a token)."""
+    show.print_keys(_stdout(), keys.list_keys(_database_url()))
+
+
+@keys_cli.command("revoke")
+def keys_revoke(
+    key: Annotated[str, typer.Argument(metavar="ID|PREFIX", help="the key's id or prefix")],
+) -> None:
+    """Revoke a key: requests with it are refused (401) from now on."""
+    revoked = keys.revoke_key(_database_url(), key)
+    typer.echo(f"key {revoked.id} ({revoked.prefix}…) of {revoked.owner} revoked")
 
 
 # The service itself -----------------------------------------------------------------------------

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+RETRIES = 3
+RETRY_PAUSE_S = 0.5
 
 
 class ApiError(RuntimeError):
@@ -27,6 +31,7 @@ class Client:
         self, base_url: str = DEFAULT_URL, *, api_key: str | None = None, timeout: float = 30.0
     ) -> None:
         self.base_url = base_url
+        self.api_key = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=headers)
 
@@ -40,11 +45,33 @@ class Client:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        response = self._http.request(method, path, **kwargs)
+    def _request(
+        self, method: str, path: str, *, idempotency_key: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        """One request; one with an idempotency key is retried (safely: the server does it
+        once) after a lost connection or a 503, `RETRIES` times with a growing pause."""
+        if idempotency_key is None:
+            response = self._http.request(method, path, **kwargs)
+        else:
+            response = self._retried(method, path, idempotency_key, **kwargs)
         if response.is_error:
             raise ApiError(response.status_code, _message(response))
         return response
+
+    def _retried(self, method: str, path: str, key: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Idempotency-Key": key}
+        for attempt in range(RETRIES + 1):
+            last = attempt == RETRIES
+            try:
+                response = self._http.request(method, path, headers=headers, **kwargs)
+            except httpx.TransportError:
+                if last:
+                    raise
+            else:
+                if response.status_code != httpx.codes.SERVICE_UNAVAILABLE or last:
+                    return response
+            time.sleep(RETRY_PAUSE_S * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._request(method, path, **kwargs)
@@ -60,9 +87,13 @@ class Client:
         """Database and broker reachability."""
         return self._call("GET", "/health")  # type: ignore[no-any-return]
 
-    def create_experiment(self, spec: dict[str, Any]) -> dict[str, Any]:
-        """Submit an experiment; returns it with its planned trials."""
-        return self._call("POST", "/experiments", json=spec)  # type: ignore[no-any-return]
+    def create_experiment(
+        self, spec: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Submit an experiment; returns it with its planned trials. It is sent with an
+        idempotency key (a new one unless given), so retries make one experiment."""
+        key = idempotency_key or str(uuid.uuid4())
+        return self._call("POST", "/experiments", json=spec, idempotency_key=key)  # type: ignore[no-any-return]
 
     def experiment(self, experiment_id: int) -> dict[str, Any]:
         """One experiment with its progress."""
@@ -93,9 +124,11 @@ class Client:
         """The operator's targets: name, kind, whether it runs trials, factors and responses."""
         return self._call("GET", "/targets")  # type: ignore[no-any-return]
 
-    def start(self, experiment_id: int) -> dict[str, Any]:
-        """Queue the pending trials."""
-        return self._call("POST", f"/experiments/{experiment_id}/start")  # type: ignore[no-any-return]
+    def start(self, experiment_id: int, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Queue the pending trials (with an idempotency key, retried like a submit)."""
+        key = idempotency_key or str(uuid.uuid4())
+        path = f"/experiments/{experiment_id}/start"
+        return self._call("POST", path, idempotency_key=key)  # type: ignore[no-any-return]
 
     def cancel(self, experiment_id: int) -> dict[str, Any]:
         """Cancel what has not run."""

@@ -8,10 +8,11 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, status
+from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from app.api.deps import current_principal
 from app.api.errors import install_error_handlers
 from app.api.routes import designs, experiments, health, plots, suggestions, targets, trials
 from app.config import Settings, get_settings
@@ -67,12 +68,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(InterfaceError, _database_unavailable)
     app.add_exception_handler(ConnectionError, _database_unavailable)
-    app.include_router(experiments.router)
-    app.include_router(suggestions.router)
-    app.include_router(plots.router)
-    app.include_router(trials.router)
-    app.include_router(designs.router)
-    app.include_router(targets.router)
+    # Every route needs an API key but the health check (and FastAPI's /docs, /openapi.json).
+    keyed = [Depends(current_principal)]
+    for router in (experiments, suggestions, plots, trials, designs, targets):
+        app.include_router(router.router, dependencies=keyed)
     app.include_router(health.router)
     return app
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 
 from app.client import ApiError, Client
+from app.config import Settings
+from app.keys import create_key
 from app.queue import TRIALS_QUEUE
 
 
@@ -107,6 +109,7 @@ class Service:
     """A running API and worker, and a client of the API."""
 
     client: Client
+    api_key: str
     api: ChildProcess
     worker: ChildProcess
 
@@ -124,15 +127,20 @@ def running_service(
     *,
     loglevel: str = "INFO",
     stop_timeout: float = 10.0,
+    owner: str = "demo",
 ) -> Iterator[Service]:
     """Start the API and one worker, wait until the API reports healthy, stop both at the end.
 
+    The client carries a new API key of `owner`, made on the service's database (`api_key`).
     The worker stops first (it may hold a lab cluster it has to shut down: give it
     `stop_timeout`).
     """
     port = free_port()
+    database_url = env.get("GALERA_DOE_DATABASE_URL") or Settings().database_url
+    api_key = create_key(database_url, owner).token
     service = Service(
-        client=Client(f"http://127.0.0.1:{port}"),
+        client=Client(f"http://127.0.0.1:{port}", api_key=api_key),
+        api_key=api_key,
         api=ChildProcess("api", api_command("127.0.0.1", port), env=env, log_dir=log_dir),
         worker=ChildProcess("worker", worker_command(loglevel), env=env, log_dir=log_dir),
     )

@@ -17,6 +17,11 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
+    if connection.dialect.name == "sqlite":
+        # Batch mode rebuilds a table by dropping it: with foreign keys on, the drop would cascade
+        # into the child rows. SQLite ignores this pragma inside a transaction, so it goes first.
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import asyncmy
 import pytest
 import redis
+from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
 from app.client import Client
@@ -24,6 +25,8 @@ from app.db.session import Database
 from app.main import create_app
 from app.processes import running_service
 from app.queue import TRIALS_QUEUE
+from app.services import api_keys
+from app.services.api_keys import Role
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
@@ -99,14 +102,35 @@ async def database(settings: Settings) -> AsyncIterator[Database]:
     await handle.dispose()
 
 
+KeyMaker = Callable[..., Awaitable[str]]
+
+
 @pytest.fixture
-async def api(settings: Settings) -> AsyncIterator[AsyncClient]:
-    """An HTTP client of the app, in process, with its lifespan run."""
+async def app_under_test(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The app, in process, with its lifespan run."""
     app = create_app(settings)
     async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
+        yield app
+
+
+@pytest.fixture
+def make_key(app_under_test: FastAPI) -> KeyMaker:
+    """Make an API key on the app's database: `await make_key(owner, role=Role.ADMIN)`."""
+
+    async def make(owner: str, role: Role = Role.USER) -> str:
+        async with app_under_test.state.database.session() as session:
+            return (await api_keys.create(session, owner=owner, role=role)).token
+
+    return make
+
+
+@pytest.fixture
+async def api(app_under_test: FastAPI, make_key: KeyMaker) -> AsyncIterator[AsyncClient]:
+    """An HTTP client of the app, in process, with a key of the owner `tester`."""
+    headers = {"Authorization": f"Bearer {await make_key('tester')}"}
+    transport = ASGITransport(app=app_under_test)
+    async with AsyncClient(transport=transport, base_url="http://test", headers=headers) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

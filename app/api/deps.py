@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Header, HTTPException, Path, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.config import Settings
 from app.db.session import AsyncSession, Database
 from app.queue import TaskQueue
+from app.services import api_keys, experiments
+from app.services.api_keys import Principal
 from app.targets import TargetSpec
 
 
@@ -52,3 +55,59 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 # Ids are 32-bit database integers: anything larger can name nothing and must not reach a driver.
 ExperimentId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 TrialId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="An API key made with `galera-doe keys create OWNER`, as `Bearer <key>`.",
+)
+
+
+def _unauthorized(message: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED, message, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+async def current_principal(
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """The owner of the request's API key; 401 without a valid, unrevoked one."""
+    if credentials is None:
+        raise _unauthorized("an API key is required: send the header Authorization: Bearer <key>")
+    principal = await api_keys.authenticate(session, token=credentials.credentials)
+    if principal is None:
+        raise _unauthorized("the API key is not valid or was revoked")
+    return principal
+
+
+CurrentKey = Annotated[Principal, Depends(current_principal)]
+
+
+async def owned_experiment(
+    experiment_id: ExperimentId, session: SessionDep, viewer: CurrentKey
+) -> int:
+    """The experiment id of the path, 404 unless the key's owner (or an admin) may see it."""
+    await experiments.check_visible(session, experiment_id=experiment_id, viewer=viewer)
+    return experiment_id
+
+
+async def owned_trial(trial_id: TrialId, session: SessionDep, viewer: CurrentKey) -> int:
+    """The trial id of the path, 404 unless the key's owner (or an admin) may see it."""
+    await experiments.check_trial_visible(session, trial_id=trial_id, viewer=viewer)
+    return trial_id
+
+
+OwnedExperimentId = Annotated[int, Depends(owned_experiment)]
+OwnedTrialId = Annotated[int, Depends(owned_trial)]
+
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,200}$"
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="Any 1 to 200 printable ASCII characters, e.g. a UUID; a retry with the "
+        "same key and body does nothing twice and gets the first request's experiment back.",
+    ),
+]

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
-from app.services.errors import ConflictError, NotFoundError, UnavailableError
+from app.services.errors import ConflictError, HeaderError, NotFoundError, UnavailableError
 from experiments.errors import DomainError
 
 
@@ -28,6 +28,12 @@ async def _domain_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
+async def _header_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HeaderError)
+    detail = [{"loc": ["header", error.header], "msg": error.rule, "type": "header_rule"}]
+    return JSONResponse({"detail": detail}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
 def _plain(code: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handler(_request: Request, error: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(error)}, status_code=code)
@@ -36,8 +42,10 @@ def _plain(code: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Register the mapping: DomainError 422, NotFound 404, Conflict 409, Unavailable 503."""
+    """Register the mapping: DomainError and HeaderError 422, NotFound 404, Conflict 409,
+    Unavailable 503."""
     app.add_exception_handler(DomainError, _domain_error)
+    app.add_exception_handler(HeaderError, _header_error)
     app.add_exception_handler(NotFoundError, _plain(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _plain(status.HTTP_409_CONFLICT))
     app.add_exception_handler(UnavailableError, _plain(status.HTTP_503_SERVICE_UNAVAILABLE))

@@ -15,6 +15,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
@@ -76,6 +77,7 @@ class Experiment(Base):
     design_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     constraints: Mapped[list[str]] = mapped_column(JSON, default=list)
     objective: Mapped[dict[str, Any]] = mapped_column(JSON)
+    owner: Mapped[str | None] = mapped_column(String(100), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
@@ -182,4 +184,36 @@ class Suggestion(Base):
     predicted_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
     reason: Mapped[str] = mapped_column(LongText)
     based_on_trials: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ApiKey(Base):
+    """A bearer token of an owner; only its SHA-256 is stored, the token is shown once."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(20))
+    prefix: Mapped[str] = mapped_column(String(20))
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class IdempotentRequest(Base):
+    """A POST done once under an `Idempotency-Key`: a retry with the same key and body gets the
+    experiment it made or started instead of doing it again."""
+
+    __tablename__ = "idempotent_requests"
+    __table_args__ = (
+        UniqueConstraint("owner", "operation", "key", name="uq_idempotent_requests_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(100))
+    operation: Mapped[str] = mapped_column(String(100))
+    key: Mapped[str] = mapped_column(String(200))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

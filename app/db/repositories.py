@@ -20,10 +20,13 @@ async def get_experiment(session: AsyncSession, experiment_id: int) -> Experimen
 
 
 async def list_experiments(
-    session: AsyncSession, *, limit: int, offset: int
+    session: AsyncSession, *, owner: str | None, limit: int, offset: int
 ) -> Sequence[Experiment]:
-    """Experiments, newest first."""
-    query = select(Experiment).order_by(Experiment.id.desc()).limit(limit).offset(offset)
+    """Experiments of `owner` (everybody's when None), newest first."""
+    query = select(Experiment)
+    if owner is not None:
+        query = query.where(Experiment.owner == owner)
+    query = query.order_by(Experiment.id.desc()).limit(limit).offset(offset)
     return (await session.scalars(query)).all()
 
 

@@ -14,3 +14,12 @@ class ConflictError(RuntimeError):
 
 class UnavailableError(RuntimeError):
     """A service the request needs (database, broker) cannot be reached (503)."""
+
+
+class HeaderError(ValueError):
+    """A request header breaks a rule (422, located in the header)."""
+
+    def __init__(self, header: str, rule: str) -> None:
+        super().__init__(f"{header}: {rule}")
+        self.header = header
+        self.rule = rule

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
 from app.db.models import Experiment, Optimization, Trial, utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
 from app.services import designs
+from app.services import idempotency as idempotent
+from app.services.api_keys import Principal
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
+from app.services.idempotency import Idempotency
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments import analysis
@@ -28,6 +32,7 @@ DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
 MIN_TRIALS_TO_FIT = 2
 MAX_OBSERVATIONS = 1000
 ACTIVE_STATUSES = (TrialStatus.PENDING, TrialStatus.QUEUED, TrialStatus.RUNNING)
+CREATE_OPERATION = "POST /experiments"
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class NewExperiment:
     target: str
     factors: list[dict[str, Any]]
     objective: dict[str, Any]
+    owner: str
     design: dict[str, Any] | None = None
     constraints: list[str] = field(default_factory=list)
 
@@ -82,6 +88,7 @@ class ExperimentDetail:
     timing: Timing
     optimization: LoopProgress | None = None
     trials: Sequence[Trial] = field(default_factory=list)
+    replayed: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,19 @@ async def create(
     new: NewExperiment,
     targets: Mapping[str, TargetSpec],
     max_design_runs: int,
+    idempotency: Idempotency | None = None,
 ) -> ExperimentDetail:
-    """Validate the factor space, objective and target, plan the design and store it all."""
+    """Validate the factor space, objective and target, plan the design and store it all.
+
+    With an idempotency key, a request already made returns the experiment it made
+    (`replayed`); the key is stored in the experiment's own transaction, so two concurrent
+    requests with one key make one experiment."""
+    if idempotency is not None:
+        made = await idempotent.earlier(
+            session, owner=new.owner, operation=CREATE_OPERATION, idempotency=idempotency
+        )
+        if made is not None:
+            return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
     target = target_of(targets, new.target)
     space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
     objective = _check_objective(new.objective, target)
@@ -114,6 +132,7 @@ async def create(
         constraints=list(new.constraints),
         objective=objective,
         status=ExperimentStatus.PLANNED,
+        owner=new.owner,
     )
     trials: list[Trial] = []
     if new.design is not None:
@@ -133,7 +152,25 @@ async def create(
     for trial in trials:
         trial.experiment_id = experiment.id
     session.add_all(trials)
-    await session.commit()
+    if idempotency is not None:
+        idempotent.remember(
+            session,
+            owner=new.owner,
+            operation=CREATE_OPERATION,
+            idempotency=idempotency,
+            experiment_id=experiment.id,
+        )
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        # A concurrent request with the same key committed first: answer with its experiment.
+        made = idempotency and await idempotent.earlier(
+            session, owner=new.owner, operation=CREATE_OPERATION, idempotency=idempotency
+        )
+        if not made:
+            raise
+        return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
     return await get(session, experiment_id=experiment.id, with_trials=True)
 
 
@@ -144,9 +181,14 @@ async def get(
     return await _detail(session, await experiment_of(session, experiment_id), with_trials)
 
 
-async def get_all(session: AsyncSession, *, limit: int, offset: int) -> list[ExperimentDetail]:
-    """Experiments, newest first, with their progress."""
-    experiments = await repositories.list_experiments(session, limit=limit, offset=offset)
+async def get_all(
+    session: AsyncSession, *, viewer: Principal, limit: int, offset: int
+) -> list[ExperimentDetail]:
+    """The experiments `viewer` may see, newest first, with their progress."""
+    owner = None if viewer.admin else viewer.owner
+    experiments = await repositories.list_experiments(
+        session, owner=owner, limit=limit, offset=offset
+    )
     return [await _detail(session, experiment, with_trials=False) for experiment in experiments]
 
 
@@ -184,8 +226,18 @@ async def start(
     experiment_id: int,
     queue: TaskQueue,
     targets: Mapping[str, TargetSpec],
+    owner: str,
+    idempotency: Idempotency | None = None,
 ) -> ExperimentDetail:
-    """Queue every pending trial in run order; each is committed as queued before it is sent."""
+    """Queue every pending trial in run order; each is committed as queued before it is sent.
+
+    A start retried with the idempotency key of one that succeeded sends nothing (a start
+    without a key sends nothing twice either: only pending trials are sent)."""
+    operation = f"POST /experiments/{experiment_id}/start"
+    if idempotency is not None and await idempotent.earlier(
+        session, owner=owner, operation=operation, idempotency=idempotency
+    ):
+        return replace(await get(session, experiment_id=experiment_id), replayed=True)
     experiment = await experiment_of(session, experiment_id)
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(f"experiment {experiment_id} was cancelled; it cannot be started")
@@ -198,6 +250,18 @@ async def start(
     pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
     ids = [t.id for t in pending]
     await send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
+    if idempotency is not None:
+        idempotent.remember(
+            session,
+            owner=owner,
+            operation=operation,
+            idempotency=idempotency,
+            experiment_id=experiment_id,
+        )
+        try:
+            await session.commit()
+        except IntegrityError:  # a concurrent retry recorded the same start
+            await session.rollback()
     return await get(session, experiment_id=experiment_id)
 
 
@@ -441,6 +505,22 @@ async def analyze(
         trials_failed=inputs.trials_failed,
         result=fitted.as_dict(),
     )
+
+
+async def check_visible(session: AsyncSession, *, experiment_id: int, viewer: Principal) -> None:
+    """NotFoundError unless the experiment exists and `viewer` may see it: another owner's
+    experiment is answered exactly like a missing one, so its existence leaks nothing."""
+    experiment = await repositories.get_experiment(session, experiment_id)
+    if experiment is None or not viewer.sees(experiment.owner):
+        raise NotFoundError("experiment", experiment_id)
+
+
+async def check_trial_visible(session: AsyncSession, *, trial_id: int, viewer: Principal) -> None:
+    """NotFoundError unless the trial exists and `viewer` may see its experiment."""
+    trial = await repositories.get_trial(session, trial_id)
+    experiment = trial and await repositories.get_experiment(session, trial.experiment_id)
+    if experiment is None or not viewer.sees(experiment.owner):
+        raise NotFoundError("trial", trial_id)
 
 
 async def experiment_of(session: AsyncSession, experiment_id: int) -> Experiment:

@@ -12,6 +12,7 @@ from httpx import ASGITransport, AsyncClient
 from app.main import create_app
 from app.processes import free_port
 from app.queue import TRIALS_QUEUE
+from app.services import api_keys
 
 SIMULATED = {
     "name": "three factors",
@@ -274,9 +275,12 @@ async def api_without_broker(settings):
     unreachable = settings.model_copy(update={"broker_url": f"redis://127.0.0.1:{free_port()}/0"})
     app = create_app(unreachable)
     async with app.router.lifespan_context(app):
+        async with app.state.database.session() as session:
+            token = (await api_keys.create(session, owner="tester")).token
         transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
+        headers = {"Authorization": f"Bearer {token}"}
+        async with AsyncClient(transport=transport, base_url="http://test", headers=headers) as c:
+            yield c
 
 
 async def test_health_names_the_unreachable_broker(api_without_broker):

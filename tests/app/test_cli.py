@@ -24,8 +24,9 @@ from typer.main import get_command
 from typer.testing import CliRunner, Result
 
 from app.cli import cli
-from app.client import Client
+from app.client import ApiError, Client
 from app.config import Settings
+from app.keys import create_key
 from app.main import create_app
 from app.processes import ChildProcess, free_port, wait_until, worker_command
 
@@ -61,6 +62,7 @@ class Api:
     """The running API: its URL and the Authorization header of every request it received."""
 
     url: str
+    key: str
     authorizations: list[str | None] = field(default_factory=list)
 
 
@@ -80,7 +82,7 @@ def cli_settings(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
 def api(cli_settings: Settings) -> Iterator[Api]:
     """The real app under uvicorn in a background thread, stopped at the end of the module."""
     app = create_app(cli_settings)
-    running = Api(url="")
+    running = Api(url="", key=create_key(cli_settings.database_url, "cli").token)
 
     async def recording(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -117,10 +119,13 @@ def worker(
     child.stop(timeout=15)
 
 
-def run(*args: str, url: str | None = None, env: dict[str, str] | None = None) -> Result:
-    """Invoke the CLI in process, wide enough that tables do not wrap."""
-    argv = ["--url", url, *args] if url is not None else list(args)
-    return CliRunner().invoke(cli, argv, env={"COLUMNS": "220", **(env or {})})
+def run(*args: str, api: Api | None = None, env: dict[str, str] | None = None) -> Result:
+    """Invoke the CLI in process, wide enough that tables do not wrap; with `api`, against it
+    with its key (from the environment, as users set it)."""
+    argv, base = list(args), {"COLUMNS": "220"}
+    if api is not None:
+        argv, base = ["--url", api.url, *args], base | {"GALERA_DOE_API_KEY": api.key}
+    return CliRunner().invoke(cli, argv, env=base | (env or {}))
 
 
 def ok(result: Result) -> str:
@@ -206,32 +211,32 @@ def test_every_command_and_parameter_has_help_text():
 
 def test_submit_without_start_then_status_trials_export_start_and_cancel(api: Api, tmp_path: Path):
     spec = write_yaml(tmp_path / "quickstart.yaml", yaml.safe_load(QUICKSTART.read_text()))
-    out = ok(run("submit", str(spec), "--no-start", "--target", "simulated", url=api.url))
+    out = ok(run("submit", str(spec), "--no-start", "--target", "simulated", api=api))
     assert "'quickstart - nodes and threads' on target 'simulated': 9 planned trials" in out
     assert "not started" in out
     experiment_id = submitted_id(out)
 
-    status = ok(run("status", str(experiment_id), url=api.url))
+    status = ok(run("status", str(experiment_id), api=api))
     assert f"Experiment {experiment_id} 'quickstart - nodes and threads': planned" in status
     assert "target simulated, maximize tps" in status
     # pending queued running succeeded failed cancelled total
     assert table_rows(status, r"9") == [["9", "0", "0", "0", "0", "0", "9"]], status
     assert "best so far: none yet" in status
 
-    listed = ok(run("trials", str(experiment_id), url=api.url))
+    listed = ok(run("trials", str(experiment_id), api=api))
     rows = table_rows(listed, r"\d+")
     assert [int(r[1]) for r in rows] == list(range(1, 10)), listed  # run order
     assert {r[2] for r in rows} == {"pending"}
     assert all(re.fullmatch(r"nodes=[123] threads_per_client=[248]", r[3]) for r in rows), rows
     assert {r[4] for r in rows} == {"n/a"} and {r[5] for r in rows} == {"0"}
 
-    csv_text = ok(run("export", str(experiment_id), url=api.url))
+    csv_text = ok(run("export", str(experiment_id), api=api))
     lines = csv_text.splitlines()
     assert lines[0].startswith("run_order,std_order,block,whole_plot") and len(lines) == 10
     assert "nodes" in lines[0] and "threads_per_client" in lines[0]
 
     output = tmp_path / "trials.json"
-    result = run("export", str(experiment_id), "--format", "json", "-o", str(output), url=api.url)
+    result = run("export", str(experiment_id), "--format", "json", "-o", str(output), api=api)
     ok(result)
     assert result.stdout == "" and f"wrote {output}" in result.stderr
     exported = json.loads(output.read_text())
@@ -239,17 +244,17 @@ def test_submit_without_start_then_status_trials_export_start_and_cancel(api: Ap
     assert {t["experiment_id"] for t in exported} == {experiment_id}
 
     # No worker runs here: the queued trials wait (and are cancelled, so no worker runs them).
-    assert "started: 9 trials queued" in ok(run("start", str(experiment_id), url=api.url))
-    queued = ok(run("status", str(experiment_id), url=api.url))
+    assert "started: 9 trials queued" in ok(run("start", str(experiment_id), api=api))
+    queued = ok(run("status", str(experiment_id), api=api))
     assert table_rows(queued, r"0") == [["0", "9", "0", "0", "0", "0", "9"]], queued
-    cancelled = ok(run("cancel", str(experiment_id), url=api.url))
+    cancelled = ok(run("cancel", str(experiment_id), api=api))
     assert f"Experiment {experiment_id} 'quickstart - nodes and threads': cancelled" in cancelled
     assert table_rows(cancelled, r"0") == [["0", "0", "0", "0", "0", "9", "9"]], cancelled
 
 
 def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api, tmp_path: Path):
     spec = write_yaml(tmp_path / "manual.yaml", MANUAL)
-    out = ok(run("submit", str(spec), "--wait", url=api.url))
+    out = ok(run("submit", str(spec), "--wait", api=api))
     assert "on target 'manual': 0 planned trials" in out
     assert "await their observations" in out and "started:" not in out
     experiment_id = submitted_id(out)
@@ -258,13 +263,13 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
         {"config": {"galera_nodes": n, "total_connections": c}, "responses": {"tps": tps}}
         for n, c, tps in PUBLISHED_ROWS
     ]
-    with Client(api.url) as client:
+    with Client(api.url, api_key=api.key) as client:
         client.record_observations(experiment_id, observations)
 
-    status = ok(run("status", str(experiment_id), url=api.url))
+    status = ok(run("status", str(experiment_id), api=api))
     assert "completed" in status and "best so far: trial" in status and "tps 1428.9" in status
 
-    report = ok(run("analysis", str(experiment_id), "--model", "quadratic", url=api.url))
+    report = ok(run("analysis", str(experiment_id), "--model", "quadratic", api=api))
     assert "quadratic model of tps" in report and "from 10 trials (0 failed" in report
     for title in ("Fit", "Coefficients (coded units)", "Factors ranked by effect on tps",
                   "Predicted optimum (maximize tps)"):  # fmt: skip
@@ -275,22 +280,20 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
     assert re.search(r"predicted tps \d+\.\d  95% CI \[\d+\.\d, \d+\.\d\]  95% PI \[", report)
     assert re.search(r"R²\s+│\s+0\.\d{4}", report), report
 
-    linear = ok(run("analysis", str(experiment_id), "--model", "linear", url=api.url))
+    linear = ok(run("analysis", str(experiment_id), "--model", "linear", api=api))
     assert "linear model of tps" in linear and "galera_nodes^2" not in linear
 
     picture = tmp_path / "contour.png"
     drawn = run("plot", str(experiment_id), "contour", "-o", str(picture), "--width", "640",
-                "--height", "480", url=api.url)  # fmt: skip
+                "--height", "480", api=api)  # fmt: skip
     ok(drawn)
     assert f"wrote {picture} (640 x 480)" in drawn.stderr
     assert Image.open(picture).size == (640, 480)
     assert one_error_line(
-        run("plot", str(experiment_id), "half_normal", "-o", str(picture), url=api.url), 1
+        run("plot", str(experiment_id), "half_normal", "-o", str(picture), api=api), 1
     ).startswith("error: HTTP 422: kind: the half-normal plot applies")
 
-    plan = ok(
-        run("suggest", str(experiment_id), "--strategy", "bayes", "--count", "2", url=api.url)
-    )
+    plan = ok(run("suggest", str(experiment_id), "--strategy", "bayes", "--count", "2", api=api))
     assert "strategy bayes, stage" in plan and "Suggestions (" in plan, plan
     suggestions = table_rows(plan, r"\d+")
     assert 1 <= len(suggestions) <= 2, plan
@@ -301,7 +304,7 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
 
 
 def test_design_preview_prints_the_run_table_and_its_quality(api: Api):
-    out = ok(run("design", "preview", str(QUICKSTART), url=api.url))
+    out = ok(run("design", "preview", str(QUICKSTART), api=api))
     assert "Design: full_factorial, 9 runs" in out
     runs = table_rows(out, r"[1-9]")
     configs = {(r[-3], r[-2]) for r in runs if len(r) >= 5}
@@ -311,17 +314,47 @@ def test_design_preview_prints_the_run_table_and_its_quality(api: Api):
     assert "split-plot run order" in out  # nodes is hard to change
 
 
-def test_the_api_key_is_sent_as_a_bearer_token(api: Api):
+def test_the_api_key_is_sent_as_a_bearer_token_and_the_option_wins(api: Api):
     before = len(api.authorizations)
-    ok(run("--api-key", "s3cret", "design", "preview", str(QUICKSTART), url=api.url))
-    ok(run("design", "preview", str(QUICKSTART), env={"GALERA_DOE_API_KEY": "from-env"},
-           url=api.url))  # fmt: skip
-    ok(run("design", "preview", str(QUICKSTART), url=api.url))
-    assert api.authorizations[before:] == ["Bearer s3cret", "Bearer from-env", None]
+    ok(run("--api-key", api.key, "design", "preview", str(QUICKSTART), api=api,
+           env={"GALERA_DOE_API_KEY": "gdoe_wrong"}))  # fmt: skip
+    ok(run("design", "preview", str(QUICKSTART), api=api))
+    refused = run("design", "preview", str(QUICKSTART), api=api, env={"GALERA_DOE_API_KEY": ""})
+    assert refused.exit_code == 1 and "an API key is required" in refused.stderr
+    refused = run("--api-key", "gdoe_wrong", "design", "preview", str(QUICKSTART), api=api)
+    assert refused.exit_code == 1 and "not valid or was revoked" in refused.stderr
+    bearer = f"Bearer {api.key}"
+    assert api.authorizations[before:] == [bearer, bearer, None, "Bearer gdoe_wrong"]
+
+
+def test_keys_create_list_revoke_on_the_database(api: Api, cli_settings: Settings):
+    env = {"GALERA_DOE_DATABASE_URL": cli_settings.database_url}
+    made = run("keys", "create", "grace", env=env)
+    token = ok(made).strip()
+    assert token.startswith("gdoe_") and "\n" not in token
+    assert "cannot be shown again" in made.stderr
+    listed = ok(run("keys", "list", env=env))
+    assert "grace" in listed and token[:13] in listed and token not in listed
+    with Client(api.url, api_key=token) as client:
+        assert client.targets()
+        ok(run("keys", "revoke", token[:13], env=env))
+        with pytest.raises(ApiError, match="401"):
+            client.targets()
+    row = next(line for line in ok(run("keys", "list", env=env)).splitlines() if "grace" in line)
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d\s+│\s+\d{4}-\d\d-\d\d", row), row
+    ok(run("keys", "create", "root", "--admin", env=env))
+    rows = [line.split("│") for line in ok(run("keys", "list", env=env)).splitlines()]
+    roles = {row[2].strip(): row[3].strip() for row in rows if len(row) > 6}
+    assert roles["grace"] == "user" and roles["root"] == "admin", roles
+    line = one_error_line(run("keys", "create", "bad owner!", env=env), 1)
+    assert line.startswith("error: owner: must be 1 to 100 letters"), line
+    line = one_error_line(run("keys", "revoke", "gdoe_nothing", env=env), 1)
+    assert line == "error: API key gdoe_nothing not found"
 
 
 def test_the_url_comes_from_the_environment(api: Api):
-    out = ok(run("design", "preview", str(QUICKSTART), env={"GALERA_DOE_URL": api.url}))
+    env = {"GALERA_DOE_URL": api.url, "GALERA_DOE_API_KEY": api.key}
+    out = ok(run("design", "preview", str(QUICKSTART), env=env))
     assert "Design: full_factorial, 9 runs" in out
 
 
@@ -340,44 +373,42 @@ def test_an_api_validation_error_is_one_line_and_exit_1(api: Api, tmp_path: Path
     spec = yaml.safe_load(QUICKSTART.read_text())
     spec["factors"][1] = {"name": "threads_per_client", "kind": "integer", "low": 8, "high": 2}
     line = one_error_line(run("submit", str(write_yaml(tmp_path / "bad.yaml", spec)),
-                              url=api.url), 1)  # fmt: skip
+                              api=api), 1)  # fmt: skip
     assert line.startswith("error: HTTP 422: factors.1.high: "), line
     assert "greater than low" in line
 
     bad = copy.deepcopy(MANUAL) | {"colour": "red", "target": "nowhere"}
-    line = one_error_line(
-        run("submit", str(write_yaml(tmp_path / "worse.yaml", bad)), url=api.url), 1
-    )
+    line = one_error_line(run("submit", str(write_yaml(tmp_path / "worse.yaml", bad)), api=api), 1)
     assert line.startswith("error: HTTP 422: ") and "colour: Extra inputs" in line, line
 
-    line = one_error_line(run("status", "999999", url=api.url), 1)
+    line = one_error_line(run("status", "999999", api=api), 1)
     assert line.startswith("error: HTTP 404: ") and "999999" in line, line
-    line = one_error_line(run("suggest", "1", "--strategy", "magic", url=api.url), 1)
+    line = one_error_line(run("suggest", "1", "--strategy", "magic", api=api), 1)
     assert line.startswith("error: HTTP 422: strategy: "), line
 
 
 def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path: Path):
     url = f"http://127.0.0.1:{free_port()}"
     expected = f"error: cannot reach the API at {url} (is `galera-doe serve` running?)"
-    assert one_error_line(run("status", "1", url=url), 1) == expected
-    assert one_error_line(run("design", "preview", str(QUICKSTART), url=url), 1) == expected
+    assert one_error_line(run("--url", url, "status", "1"), 1) == expected
+    assert one_error_line(run("--url", url, "design", "preview", str(QUICKSTART)), 1) == expected
     assert one_error_line(run("export", "1", env={"GALERA_DOE_URL": url}), 1) == expected
-    line = one_error_line(run("status", "1", url="ftp://example.org"), 2)
+    line = one_error_line(run("--url", "ftp://example.org", "status", "1"), 2)
     assert line.startswith("error: invalid API URL 'ftp://example.org'"), line
 
 
 def test_a_missing_or_invalid_yaml_file_is_one_line_and_exit_2(tmp_path: Path):
     url = f"http://127.0.0.1:{free_port()}"  # the file is read before the API is called
     missing = tmp_path / "missing.yaml"
-    line = one_error_line(run("submit", str(missing), url=url), 2)
+    line = one_error_line(run("--url", url, "submit", str(missing)), 2)
     assert line == f"error: cannot read {missing}: No such file or directory"
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\nfactors: [unclosed\n")
-    line = one_error_line(run("design", "preview", str(broken), url=url), 2)
+    line = one_error_line(run("--url", url, "design", "preview", str(broken)), 2)
     assert line.startswith(f"error: {broken} is not valid YAML: ") and "line" in line, line
     listed = tmp_path / "list.yaml"
     listed.write_text("- a\n- b\n")
-    line = one_error_line(run("submit", str(listed), url=url), 2)
+    line = one_error_line(run("--url", url, "submit", str(listed)), 2)
     assert "does not hold a YAML mapping" in line
     line = one_error_line(run("demo", str(tmp_path)), 2)
     assert line.startswith(f"error: cannot read {tmp_path}: "), line
@@ -392,7 +423,7 @@ def test_submit_wait_runs_on_the_simulated_target_and_every_command_reads_it(
 ):
     out = ok(
         run("submit", str(QUICKSTART), "--target", "simulated", "--wait", "--timeout", "120",
-            url=api.url)
+            api=api)
     )  # fmt: skip
     experiment_id = submitted_id(out)
     assert "started: 9 trials queued" in out
@@ -402,22 +433,22 @@ def test_submit_wait_runs_on_the_simulated_target_and_every_command_reads_it(
     assert re.search(r"predicted tps \d+\.\d  95% CI \[.+\]  95% PI \[.+\]", out), out
     assert "best observed: trial" in out
 
-    status = ok(run("status", str(experiment_id), url=api.url))
+    status = ok(run("status", str(experiment_id), api=api))
     assert "completed" in status and re.search(r"best so far: trial \d+, tps \d+\.\d", status)
     assert table_rows(status, r"0") == [["0", "0", "0", "9", "0", "0", "9"]], status
 
-    rows = table_rows(ok(run("trials", str(experiment_id), url=api.url)), r"\d+")
+    rows = table_rows(ok(run("trials", str(experiment_id), api=api)), r"\d+")
     assert len(rows) == 9 and {r[2] for r in rows} == {"succeeded"}
     assert all(re.fullmatch(r"\d+\.\d", r[4]) and r[5] == "1" and r[6] == "" for r in rows), rows
 
-    report = ok(run("analysis", str(experiment_id), url=api.url))
+    report = ok(run("analysis", str(experiment_id), api=api))
     assert "quadratic model of tps" in report and "from 9 trials" in report
     assert "nodes^2" in report and "threads_per_client^2" in report
 
-    plan = ok(run("suggest", str(experiment_id), url=api.url))
+    plan = ok(run("suggest", str(experiment_id), api=api))
     assert "strategy auto, stage" in plan
 
-    assert len(ok(run("export", str(experiment_id), url=api.url)).splitlines()) == 10
+    assert len(ok(run("export", str(experiment_id), api=api)).splitlines()) == 10
 
 
 @pytest.mark.integration
@@ -425,16 +456,16 @@ def test_optimize_wait_follows_the_loop_until_it_stops(
     api: Api, worker: ChildProcess, tmp_path: Path
 ):
     spec = write_yaml(tmp_path / "loop.yaml", LOOP)
-    experiment_id = submitted_id(ok(run("submit", str(spec), url=api.url)))
+    experiment_id = submitted_id(ok(run("submit", str(spec), api=api)))
     loop = ok(
         run("optimize", str(experiment_id), "--budget", "3", "--batch-size", "2", "--wait",
-            "--timeout", "120", url=api.url)
+            "--timeout", "120", api=api)
     )  # fmt: skip
     assert re.search(r"optimization loop \d+ running: auto, budget 3 trials, 2 per round", loop)
     assert "loop stopped: the budget of trials is used up" in loop, loop
     assert re.search(r"trials used\s+│\s+3 of 3 \(batch 2\)", loop), loop
-    after = ok(run("status", str(experiment_id), url=api.url))
+    after = ok(run("status", str(experiment_id), api=api))
     assert re.search(r"Optimization loop \d+", after) and "stopped" in after, after
     assert table_rows(after, r"0") == [["0", "0", "0", "3", "0", "0", "3"]], after
-    rows = table_rows(ok(run("trials", str(experiment_id), url=api.url)), r"\d+")
+    rows = table_rows(ok(run("trials", str(experiment_id), api=api)), r"\d+")
     assert [r[2] for r in rows] == ["succeeded"] * 3, rows

@@ -81,7 +81,8 @@ def test_review_experiment_notebook(service: Client):
     opens_with_what_it_shows("review_experiment")
     created, _ = run_to_completion(service, REVIEWED)
     book = execute(
-        "review_experiment", {"API_URL": service.base_url, "EXPERIMENT_ID": created["id"]}
+        "review_experiment",
+        {"API_URL": service.base_url, "API_KEY": service.api_key, "EXPERIMENT_ID": created["id"]},
     )
     # Pareto, main effects, interaction, contour, surface, residuals, and the server's PNG.
     assert images(book) >= 7
@@ -97,7 +98,9 @@ def test_review_experiment_notebook(service: Client):
 @pytest.mark.parametrize("database_url", ["mariadb"], indirect=True)
 def test_published_study_notebook(service: Client):
     opens_with_what_it_shows("published_galera_study")
-    book = execute("published_galera_study", {"API_URL": service.base_url})
+    book = execute(
+        "published_galera_study", {"API_URL": service.base_url, "API_KEY": service.api_key}
+    )
     assert images(book) >= 2
     outputs = "\n".join(
         str(output.get("text", "")) for cell in book.cells for output in cell.get("outputs", [])
@@ -110,7 +113,8 @@ def test_published_study_notebook(service: Client):
 def test_sequential_optimization_notebook(service: Client):
     opens_with_what_it_shows("sequential_optimization")
     book = execute(
-        "sequential_optimization", {"API_URL": service.base_url, "BUDGET": 12, "TIMEOUT_S": 300}
+        "sequential_optimization",
+        {"API_URL": service.base_url, "API_KEY": service.api_key, "BUDGET": 12, "TIMEOUT_S": 300},
     )
     assert images(book) >= 2
     outputs = "\n".join(

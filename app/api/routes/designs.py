@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse, Response
 
-from app.api.deps import ExperimentId, SessionDep, SettingsDep, TargetsDep
+from app.api.deps import OwnedExperimentId, SessionDep, SettingsDep, TargetsDep
 from app.api.schemas import DesignOut, DesignPointOut, DesignPreviewIn
 from app.services import designs
 
@@ -36,7 +36,7 @@ async def preview_design(
     responses={200: {"content": {"text/csv": {}}}},
 )
 async def get_design(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     session: SessionDep,
     format: Annotated[Literal["json", "csv"], Query()] = "json",
 ) -> Response | DesignOut:

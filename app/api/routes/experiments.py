@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, status
+from fastapi import APIRouter, Body, Query, Response, status
 
-from app.api.deps import ExperimentId, QueueDep, SessionDep, SettingsDep, TargetsDep
+from app.api.deps import (
+    CurrentKey,
+    IdempotencyKey,
+    OwnedExperimentId,
+    QueueDep,
+    SessionDep,
+    SettingsDep,
+    TargetsDep,
+)
 from app.api.routes.suggestions import optimization_out
 from app.api.schemas import (
     AnalysisOut,
@@ -18,8 +26,21 @@ from app.api.schemas import (
 )
 from app.services import experiments, optimization
 from app.services.experiments import ExperimentDetail, NewExperiment
+from app.services.idempotency import Idempotency
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
+
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+
+def _idempotency(key: str | None, body: str = "") -> Idempotency | None:
+    return None if key is None else Idempotency.of(key, body)
+
+
+def _mark_replayed(response: Response, detail: ExperimentDetail) -> None:
+    """Tell the client its request was answered from an earlier one with the same key."""
+    if detail.replayed:
+        response.headers[REPLAYED_HEADER] = "true"
 
 
 def _out(detail: ExperimentDetail) -> ExperimentOut:
@@ -45,10 +66,18 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_experiment(
-    body: ExperimentIn, session: SessionDep, targets: TargetsDep, settings: SettingsDep
+    body: ExperimentIn,
+    session: SessionDep,
+    targets: TargetsDep,
+    settings: SettingsDep,
+    viewer: CurrentKey,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> ExperimentWithTrialsOut:
-    """Validate an experiment, plan its design and store it with its planned trials."""
+    """Validate an experiment, plan its design and store it with its planned trials; it
+    belongs to the key's owner."""
     new = NewExperiment(
+        owner=viewer.owner,
         name=body.name,
         target=body.target,
         factors=[f.model_dump() for f in body.factors],
@@ -57,8 +86,13 @@ async def create_experiment(
         constraints=body.constraints,
     )
     detail = await experiments.create(
-        session, new=new, targets=targets, max_design_runs=settings.max_design_runs
+        session,
+        new=new,
+        targets=targets,
+        max_design_runs=settings.max_design_runs,
+        idempotency=_idempotency(idempotency_key, body.model_dump_json()),
     )
+    _mark_replayed(response, detail)
     return ExperimentWithTrialsOut(
         **_out(detail).model_dump(),
         trials=[TrialOut.model_validate(t) for t in detail.trials],
@@ -68,22 +102,23 @@ async def create_experiment(
 @router.get("")
 async def list_experiments(
     session: SessionDep,
+    viewer: CurrentKey,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> list[ExperimentOut]:
-    """Experiments, newest first."""
-    details = await experiments.get_all(session, limit=limit, offset=offset)
+    """The key owner's experiments (an admin's key: everybody's), newest first."""
+    details = await experiments.get_all(session, viewer=viewer, limit=limit, offset=offset)
     return [_out(d) for d in details]
 
 
 @router.get("/{experiment_id}")
-async def get_experiment(experiment_id: ExperimentId, session: SessionDep) -> ExperimentOut:
+async def get_experiment(experiment_id: OwnedExperimentId, session: SessionDep) -> ExperimentOut:
     """One experiment with its progress and best result so far."""
     return _out(await experiments.get(session, experiment_id=experiment_id))
 
 
 @router.get("/{experiment_id}/trials")
-async def list_trials(experiment_id: ExperimentId, session: SessionDep) -> list[TrialOut]:
+async def list_trials(experiment_id: OwnedExperimentId, session: SessionDep) -> list[TrialOut]:
     """The experiment's trials in run order."""
     trials = await experiments.get_trials(session, experiment_id=experiment_id)
     return [TrialOut.model_validate(t) for t in trials]
@@ -91,24 +126,36 @@ async def list_trials(experiment_id: ExperimentId, session: SessionDep) -> list[
 
 @router.post("/{experiment_id}/start")
 async def start_experiment(
-    experiment_id: ExperimentId, session: SessionDep, queue: QueueDep, targets: TargetsDep
+    experiment_id: OwnedExperimentId,
+    session: SessionDep,
+    queue: QueueDep,
+    targets: TargetsDep,
+    viewer: CurrentKey,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> ExperimentOut:
     """Queue every pending trial, in run order, for the workers."""
     detail = await experiments.start(
-        session, experiment_id=experiment_id, queue=queue, targets=targets
+        session,
+        experiment_id=experiment_id,
+        queue=queue,
+        targets=targets,
+        owner=viewer.owner,
+        idempotency=_idempotency(idempotency_key),
     )
+    _mark_replayed(response, detail)
     return _out(detail)
 
 
 @router.post("/{experiment_id}/cancel")
-async def cancel_experiment(experiment_id: ExperimentId, session: SessionDep) -> ExperimentOut:
+async def cancel_experiment(experiment_id: OwnedExperimentId, session: SessionDep) -> ExperimentOut:
     """Cancel every trial that has not started yet."""
     return _out(await experiments.cancel(session, experiment_id=experiment_id))
 
 
 @router.post("/{experiment_id}/observations", status_code=status.HTTP_201_CREATED)
 async def record_observations(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     session: SessionDep,
     queue: QueueDep,
     targets: TargetsDep,
@@ -131,7 +178,7 @@ async def record_observations(
 
 @router.get("/{experiment_id}/analysis")
 async def analyze_experiment(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     session: SessionDep,
     targets: TargetsDep,
     response: Annotated[str | None, Query(max_length=64)] = None,

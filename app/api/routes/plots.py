@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from app.api.deps import ExperimentId, SessionDep, TargetsDep
+from app.api.deps import OwnedExperimentId, SessionDep, TargetsDep
 from app.api.schemas import SurfaceOut
 from app.services import plots
 from app.services.plots import PlotKind
@@ -26,7 +26,7 @@ Model = Annotated[
 
 @router.get("/{experiment_id}/surface")
 async def get_surface(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     session: SessionDep,
     targets: TargetsDep,
     x: FactorName = None,
@@ -65,7 +65,7 @@ async def get_surface(
     responses={200: {"content": {"image/png": {}}, "description": "the plot as a PNG image"}},
 )
 async def get_plot(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     kind: PlotKind,
     session: SessionDep,
     targets: TargetsDep,

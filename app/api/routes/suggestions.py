@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
-from app.api.deps import ExperimentId, QueueDep, SessionDep, TargetsDep
+from app.api.deps import OwnedExperimentId, QueueDep, SessionDep, TargetsDep
 from app.api.schemas import (
     OptimizationOut,
     OptimizeIn,
@@ -49,7 +49,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
 
 @router.post("/{experiment_id}/suggestions")
 async def suggest_next(
-    experiment_id: ExperimentId, body: SuggestionsIn, session: SessionDep
+    experiment_id: OwnedExperimentId, body: SuggestionsIn, session: SessionDep
 ) -> PlanOut:
     """Configurations to run next, with predictions and reasons; stored, nothing is run."""
     proposal = await suggestions.propose(
@@ -67,7 +67,9 @@ async def suggest_next(
 
 
 @router.get("/{experiment_id}/suggestions")
-async def list_suggestions(experiment_id: ExperimentId, session: SessionDep) -> list[SuggestionOut]:
+async def list_suggestions(
+    experiment_id: OwnedExperimentId, session: SessionDep
+) -> list[SuggestionOut]:
     """Every suggestion made for the experiment, with the trial each accepted one became."""
     found = await suggestions.get_all(session, experiment_id=experiment_id)
     return [SuggestionOut.model_validate(s) for s in found]
@@ -77,7 +79,7 @@ async def list_suggestions(experiment_id: ExperimentId, session: SessionDep) -> 
     "/{experiment_id}/suggestions/{suggestion_id}/accept", status_code=status.HTTP_201_CREATED
 )
 async def accept_suggestion(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     suggestion_id: SuggestionId,
     session: SessionDep,
     queue: QueueDep,
@@ -96,7 +98,7 @@ async def accept_suggestion(
 
 @router.post("/{experiment_id}/optimize", status_code=status.HTTP_202_ACCEPTED)
 async def optimize(
-    experiment_id: ExperimentId,
+    experiment_id: OwnedExperimentId,
     body: OptimizeIn,
     session: SessionDep,
     queue: QueueDep,
