@@ -25,6 +25,9 @@ class Settings(BaseSettings):
         default=None, description="YAML file of the operator's targets; built-in defaults if unset"
     )
     max_design_runs: int = Field(default=2000, ge=1)
+    max_body_bytes: int = Field(
+        default=1_048_576, ge=1024, description="the largest request body the API reads"
+    )
     trial_lease_seconds: int = Field(default=3600, ge=10)
     max_trial_attempts: int = Field(default=3, ge=1)
     reaper_interval_seconds: float = Field(

@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from app.api.body_limit import BodySizeLimit
 from app.api.deps import current_principal
 from app.api.errors import install_error_handlers
 from app.api.routes import designs, experiments, health, plots, suggestions, targets, trials
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(InterfaceError, _database_unavailable)
