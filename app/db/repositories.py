@@ -19,6 +19,19 @@ async def get_experiment(session: AsyncSession, experiment_id: int) -> Experimen
     return await session.get(Experiment, experiment_id, populate_existing=True)
 
 
+async def lock_experiment(session: AsyncSession, experiment_id: int) -> None:
+    """Hold the experiment's row (MariaDB) or the database (SQLite) for writing until the
+    transaction ends: a second request that does the same waits, then reads what the first
+    committed. A no-op UPDATE, because SQLite has no SELECT ... FOR UPDATE."""
+    statement = (
+        update(Experiment)
+        .where(Experiment.id == experiment_id)
+        .values(updated_at=Experiment.updated_at)
+        .execution_options(synchronize_session=False)
+    )
+    await session.execute(statement)
+
+
 async def list_experiments(
     session: AsyncSession, *, owner: str | None, limit: int, offset: int
 ) -> Sequence[Experiment]:

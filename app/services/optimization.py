@@ -87,6 +87,11 @@ async def start(
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(f"experiment {experiment_id} was cancelled; it runs nothing more")
     target = experiments.target_of(targets, experiment.target)
+    # Two concurrent starts must not both find no loop running and start one each: end the
+    # transaction of the reads above (a MariaDB snapshot older than the other start's commit),
+    # take the experiment's row, then read the loops afresh.
+    await session.commit()
+    await repositories.lock_experiment(session, experiment_id)
     running = await repositories.running_optimization(session, experiment_id)
     if running is not None:
         raise ConflictError(

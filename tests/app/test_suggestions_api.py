@@ -3,6 +3,7 @@ on a manual target, where each round waits for its observations (both database b
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -257,3 +258,13 @@ async def test_a_loop_that_breaks_is_marked_failed_with_its_error(api, database)
     assert detail["optimization"]["finished_at"] is not None
     # A failed loop runs nothing more, and a new one may start.
     assert (await api.post(path, json={"strategy": "bayes", "budget": 1})).status_code == 202
+
+
+async def test_concurrent_optimize_requests_start_one_loop(api):
+    experiment_id = await observed_factorial(api)
+    path = f"/experiments/{experiment_id}/optimize"
+    answers = await asyncio.gather(
+        *(api.post(path, json={"strategy": "bayes", "budget": 4}) for _ in range(4))
+    )
+    assert sorted(a.status_code for a in answers) == [202, 409, 409, 409], [a.text for a in answers]
+    assert all("already runs" in a.json()["detail"] for a in answers if a.status_code == 409)
