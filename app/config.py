@@ -36,6 +36,19 @@ class Settings(BaseSettings):
     resend_after_seconds: float = Field(
         default=120.0, ge=0, description="a queued trial without a broker message is sent again"
     )
+    db_retry_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="how long a worker retries, with backoff, a database operation (claim, "
+        "lease renewal, recording a result, releasing a target) while the database is "
+        "unreachable; 0: no retry",
+    )
+    cancel_poll_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="how often a worker checks whether its running trial was cancelled",
+    )
 
 
 @lru_cache

@@ -2,9 +2,9 @@
 
 Workers renew a running trial's lease; when one dies (SIGKILL, a lost machine) its lease runs
 out and the reaper sends the trial again, or fails it after the attempt limit. Trials left
-queued without a message (the broker restarted without persistence) are sent again. Several API
-processes may reap at once: every change is a conditional UPDATE, and a trial sent twice runs
-once.
+queued without a message (the broker restarted without persistence) are sent again; a trial
+whose worker died after its experiment was cancelled is cancelled. Several API processes may
+reap at once: every change is a conditional UPDATE, and a trial sent twice runs once.
 """
 
 from __future__ import annotations
@@ -37,12 +37,14 @@ async def reap_forever(database: Database, queue: TaskQueue, settings: Settings)
         except Exception as error:  # the next pass retries; the database keeps the state
             log.warning("reaper pass failed: %s", error)
             continue
-        if reaped.requeued or reaped.failed or reaped.resent:
+        if reaped.requeued or reaped.failed or reaped.resent or reaped.cancelled:
             log.warning(
                 "reaper: trials %s lost their worker and were sent again, %s failed for good "
-                "after %d attempts, %s had lost their message and were sent again",
+                "after %d attempts, %s had lost their message and were sent again, %s lost "
+                "their worker after their experiment was cancelled and are cancelled",
                 reaped.requeued,
                 reaped.failed,
                 settings.max_trial_attempts,
                 reaped.resent,
+                reaped.cancelled,
             )

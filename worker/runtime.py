@@ -1,4 +1,5 @@
-"""One event loop per worker process, and the database engine bound to it.
+"""One event loop per worker process, the database engine bound to it, and retries of database
+steps while the database is unreachable.
 
 Celery tasks are synchronous while the data layer is async; `asyncio.run` per task would leave
 a module-level engine "attached to a different loop", so every task of a process runs on the
@@ -8,13 +9,22 @@ same loop, created lazily in the process that runs the tasks (after any fork).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
+
 from app.config import get_settings
-from app.db.session import Database
+from app.db.session import AsyncSession, Database
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+# Backoff between retries: quick at first (a blink), then every few seconds (a restart).
+FIRST_RETRY_DELAY_S = 0.5
+MAX_RETRY_DELAY_S = 5.0
 
 _loop: asyncio.AbstractEventLoop | None = None
 _database: Database | None = None
@@ -45,3 +55,64 @@ def close() -> None:
     if _loop is not None:
         _loop.close()
         _loop = None
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` means "the database cannot be reached right now" (down, restarting,
+    connection lost, SQLite locked), as opposed to a bug or a refused statement."""
+    if isinstance(error, OperationalError | InterfaceError | DisconnectionError):
+        return True
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, OSError | TimeoutError)
+
+
+def describe(error: BaseException) -> str:
+    """The driver's short message (without the SQL statement and its parameters)."""
+    return str(getattr(error, "orig", None) or error).splitlines()[0][:300]
+
+
+async def retrying(what: str, operation: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run `operation` in a session of its own, again and again with backoff while the database
+    is unreachable, for up to `db_retry_seconds`; the last error is raised after that.
+
+    `operation` must be safe to run twice: its commit may have gone through on the try whose
+    connection broke.
+    """
+    budget = get_settings().db_retry_seconds
+    clock = asyncio.get_running_loop()
+    deadline = clock.time() + budget
+    delay = FIRST_RETRY_DELAY_S
+    failures = 0
+    while True:
+        try:
+            async with database().session() as session:
+                result = await operation(session)
+        except Exception as error:
+            if not unreachable(error):
+                raise
+            remaining = deadline - clock.time()
+            if remaining <= 0:
+                log.error(
+                    "database unreachable while %s; gave up after %g s: %s",
+                    what,
+                    budget,
+                    describe(error),
+                )
+                raise
+            failures += 1
+            # One line when it starts, then one every ten tries: a long outage stays readable.
+            if failures % 10 == 1:
+                log.warning(
+                    "database unreachable while %s (try %d; retrying for %.0f s more): %s",
+                    what,
+                    failures,
+                    remaining,
+                    describe(error),
+                )
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, MAX_RETRY_DELAY_S)
+            continue
+        if failures:
+            log.warning("database reachable again: %s done after %d failed tries", what, failures)
+        return result

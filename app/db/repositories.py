@@ -262,3 +262,31 @@ async def accept_suggestion(session: AsyncSession, suggestion_id: int, *, trial_
         .execution_options(synchronize_session=False)
     )
     return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+async def transition_claimed(
+    session: AsyncSession,
+    trial_id: int,
+    *,
+    worker: str,
+    attempt: int,
+    to_status: str,
+    values: dict[str, Any] | None = None,
+) -> bool:
+    """Move a trial that `worker` claimed for `attempt` to `to_status`: one atomic UPDATE.
+
+    The claim holds while the trial runs under that worker and attempt, and also once the
+    reaper put it back in the queue (its lease ran out while the worker could not reach the
+    database) as long as no one claimed it again."""
+    statement = (
+        update(Trial)
+        .where(
+            Trial.id == trial_id,
+            Trial.worker == worker,
+            Trial.attempts == attempt,
+            Trial.status.in_([TrialStatus.RUNNING, TrialStatus.QUEUED]),
+        )
+        .values(status=to_status, **(values or {}))
+        .execution_options(synchronize_session=False)
+    )
+    return (await session.execute(statement)).rowcount == 1  # type: ignore[attr-defined]

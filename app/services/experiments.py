@@ -308,8 +308,12 @@ async def send_trials(
 
 
 async def cancel(session: AsyncSession, *, experiment_id: int) -> ExperimentDetail:
-    """Cancel every trial that has not started and the running optimization loop; running
-    trials finish and are kept."""
+    """Cancel every trial that has not started and the running optimization loop.
+
+    Running trials are stopped by their workers, which poll for this (`cancel_poll_seconds`):
+    each stops its target's run (its sysbench processes), records the trial `cancelled` with
+    no result and releases the target, within seconds. A trial whose worker is gone is
+    cancelled by the reaper when its lease expires."""
     experiment = await experiment_of(session, experiment_id)
     await repositories.cancel_unstarted_trials(session, experiment_id)
     loop = await repositories.running_optimization(session, experiment_id)

@@ -1,8 +1,12 @@
-"""Use cases of the worker: claim a queued trial, record what it measured or why it failed."""
+"""Use cases of the worker: claim a queued trial, record what it measured or why it failed.
+
+Every record is conditional on the worker's own claim (worker and attempt), and recording twice
+is harmless: a worker that lost its connection in the middle of a commit records again.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +27,7 @@ class ClaimedTrial:
     target: str
     config: dict[str, Any]
     attempt: int
+    worker: str
 
 
 async def claim(
@@ -33,8 +38,15 @@ async def claim(
     await session.commit()
     if not claimed:
         return None
+    return await held_by(session, trial_id=trial_id, worker=worker)
+
+
+async def held_by(session: AsyncSession, *, trial_id: int, worker: str) -> ClaimedTrial | None:
+    """The trial if it runs under `worker`'s claim: a claim committed just before the
+    connection broke is found again this way. None otherwise."""
     trial = await repositories.get_trial(session, trial_id)
-    assert trial is not None
+    if trial is None or trial.status != TrialStatus.RUNNING or trial.worker != worker:
+        return None
     experiment = await repositories.get_experiment(session, trial.experiment_id)
     assert experiment is not None
     return ClaimedTrial(
@@ -43,6 +55,7 @@ async def claim(
         target=experiment.target,
         config=dict(trial.config),
         attempt=trial.attempts,
+        worker=worker,
     )
 
 
@@ -76,14 +89,17 @@ async def record_failure(
     Returns the new status, or None if the trial was no longer this worker's.
     """
     trial = await repositories.get_trial(session, claimed.trial_id)
-    errors = _with_attempt(
-        trial.error if trial is not None else None, claimed.attempt, failure, error
-    )
+    history = trial.error if trial is not None else None
+    line = _attempt_line(claimed.attempt, failure, error)
+    if history is not None and history.endswith(line):
+        history = history[: -len(line)].rstrip("\n") or None  # recorded already: record again
+    errors = f"{history}\n{line}" if history else line
     if failure == Failure.INFRASTRUCTURE and claimed.attempt < max_attempts:
-        requeued = await repositories.transition(
+        requeued = await repositories.transition_claimed(
             session,
             claimed.trial_id,
-            from_statuses=[TrialStatus.RUNNING],
+            worker=claimed.worker,
+            attempt=claimed.attempt,
             to_status=TrialStatus.QUEUED,
             values={"error": errors, "raw_output": raw_output, "lease_expires_at": None},
         )
@@ -98,6 +114,33 @@ async def record_failure(
     return TrialStatus.FAILED if done else None
 
 
+async def record_cancelled(session: AsyncSession, *, claimed: ClaimedTrial) -> bool:
+    """running -> cancelled, with no result: its experiment was cancelled while it ran. False
+    if the trial was no longer this worker's."""
+    return await _finish(session, claimed, TrialStatus.CANCELLED, {})
+
+
+async def stop_reason(session: AsyncSession, *, claimed: ClaimedTrial) -> str | None:
+    """Why the worker running `claimed` should stop it now, or None: its experiment (or the
+    trial) was cancelled, or another worker claimed the trial since.
+
+    A trial the reaper put back in the queue while this worker could not reach the database,
+    and that no one claimed again, is still this worker's: its result will be recorded."""
+    trial = await repositories.get_trial(session, claimed.trial_id)
+    if trial is None:
+        return "the trial no longer exists"
+    experiment = await repositories.get_experiment(session, trial.experiment_id)
+    if trial.status == TrialStatus.CANCELLED or (
+        experiment is not None and experiment.status == ExperimentStatus.CANCELLED
+    ):
+        return "cancelled"
+    if trial.worker != claimed.worker or trial.attempts != claimed.attempt:
+        return f"the trial was claimed again by {trial.worker} (attempt {trial.attempts})"
+    if trial.status not in (TrialStatus.RUNNING, TrialStatus.QUEUED):
+        return f"the trial is {trial.status} already"
+    return None
+
+
 @dataclass(frozen=True)
 class Reaped:
     """What one pass of the reaper did: trials whose worker died, sent again or failed for
@@ -106,6 +149,7 @@ class Reaped:
     requeued: list[int]
     failed: list[int]
     resent: list[int]
+    cancelled: list[int] = field(default_factory=list)
 
 
 async def reap(
@@ -120,10 +164,21 @@ async def reap(
     the broker (lost with a broker restart) and were queued more than `resend_after` ago.
 
     The database is the source of truth: sending a trial twice is harmless, a worker claims it
-    once."""
+    once. A trial whose experiment was cancelled while its worker was lost is cancelled."""
     now = utcnow()
-    requeued, failed = [], []
+    requeued, failed, cancelled = [], [], []
     for trial in await repositories.expired_trials(session, now):
+        experiment = await repositories.get_experiment(session, trial.experiment_id)
+        if experiment is not None and experiment.status == ExperimentStatus.CANCELLED:
+            if await repositories.transition(
+                session,
+                trial.id,
+                from_statuses=[TrialStatus.RUNNING],
+                to_status=TrialStatus.CANCELLED,
+                values=repositories.finished_values(now),
+            ):
+                cancelled.append(trial.id)
+            continue
         error = _with_attempt(
             trial.error,
             trial.attempts,
@@ -167,7 +222,7 @@ async def reap(
         )
     await session.commit()
     await queue.enqueue_trials([*requeued, *resent])
-    return Reaped(requeued=requeued, failed=failed, resent=resent)
+    return Reaped(requeued=requeued, failed=failed, resent=resent, cancelled=cancelled)
 
 
 async def renew_lease(
@@ -212,25 +267,40 @@ async def release_target(session: AsyncSession, *, target: str, holder: str) -> 
     await repositories.release_target_lease(session, target, holder=holder)
 
 
+def _attempt_line(attempt: int, failure: Failure, error: str) -> str:
+    return f"attempt {attempt} ({failure}): {error}"
+
+
 def _with_attempt(history: str | None, attempt: int, failure: Failure, error: str) -> str:
     """The trial's error text with one more attempt's error after those of earlier attempts."""
-    line = f"attempt {attempt} ({failure}): {error}"
+    line = _attempt_line(attempt, failure, error)
     return f"{history}\n{line}" if history else line
 
 
 async def _finish(
     session: AsyncSession, claimed: ClaimedTrial, status: TrialStatus, values: dict[str, Any]
 ) -> bool:
-    done = await repositories.transition(
+    """Record the claimed trial's final status; True also when this very record was made
+    before (a retry after the connection broke during the commit)."""
+    done = await repositories.transition_claimed(
         session,
         claimed.trial_id,
-        from_statuses=[TrialStatus.RUNNING],
+        worker=claimed.worker,
+        attempt=claimed.attempt,
         to_status=status,
         values={**values, **repositories.finished_values()},
     )
     await _complete_experiment_if_done(session, claimed.experiment_id)
     await session.commit()
-    return done
+    if done:
+        return True
+    trial = await repositories.get_trial(session, claimed.trial_id)
+    return (
+        trial is not None
+        and trial.status == status
+        and trial.worker == claimed.worker
+        and trial.attempts == claimed.attempt
+    )
 
 
 async def _complete_experiment_if_done(session: AsyncSession, experiment_id: int) -> None:

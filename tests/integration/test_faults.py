@@ -1,12 +1,16 @@
-"""Faults, for real: a worker killed with SIGKILL in the middle of a trial, and a broker that
-restarts (losing its messages) while trials are queued. Every trial still ends `succeeded`,
-once, and the lost attempt is recorded."""
+"""Faults, for real: a worker killed with SIGKILL in the middle of a trial, a broker that
+restarts (losing its messages) while trials are queued, and one trial delivered twice to two
+workers. Every trial still ends `succeeded`, once, and a lost attempt is recorded.
+
+`Stack` (own Redis, API and workers, stopped by pid) serves the other test_faults_* modules."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,7 +18,9 @@ import redis
 import yaml
 
 from app.client import Client
+from app.keys import create_key
 from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
+from app.queue import TaskQueue
 
 pytestmark = pytest.mark.integration
 
@@ -33,37 +39,61 @@ SPEC = {
 
 class Stack:
     """A Redis server, an API with a fast reaper and short leases, and workers: all children
-    of the test, stopped by pid."""
+    of the test, stopped by pid (`stop`, also after a `start` that failed half-way).
 
-    def __init__(self, root: Path) -> None:
+    `database_url` (default: a SQLite file of its own), `env` (more GALERA_DOE_ settings) and
+    `targets` (the targets file) let a test change what the children run on.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        database_url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        targets: Sequence[dict] = (SLOW,),
+    ) -> None:
         self.root = root
         self.redis_port = free_port()
         self.redis: ChildProcess | None = None
-        self.start_redis()
-        targets = root / "targets.yaml"
-        targets.write_text(yaml.safe_dump({"targets": [SLOW]}))
+        self.api: ChildProcess | None = None
+        self.workers: list[ChildProcess] = []
+        self.database_url = database_url or f"sqlite+aiosqlite:///{root / 'faults.sqlite3'}"
+        targets_file = root / "targets.yaml"
+        targets_file.write_text(yaml.safe_dump({"targets": list(targets)}))
         self.env = os.environ | {
-            "GALERA_DOE_DATABASE_URL": f"sqlite+aiosqlite:///{root / 'faults.sqlite3'}",
+            "GALERA_DOE_DATABASE_URL": self.database_url,
             "GALERA_DOE_BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-            "GALERA_DOE_TARGETS_FILE": str(targets),
+            "GALERA_DOE_TARGETS_FILE": str(targets_file),
             "GALERA_DOE_TRIAL_LEASE_SECONDS": "10",
             "GALERA_DOE_REAPER_INTERVAL_SECONDS": "1",
             "GALERA_DOE_RESEND_AFTER_SECONDS": "2",
             "GALERA_DOE_MAX_TRIAL_ATTEMPTS": "3",
+            **(env or {}),
         }
-        port = free_port()
-        self.api = ChildProcess("api", api_command("127.0.0.1", port), env=self.env, log_dir=root)
-        self.client = Client(f"http://127.0.0.1:{port}")
-        self.workers: list[ChildProcess] = []
+        self.api_port = free_port()
+        self.api_key: str | None = None
+        self.client = Client(f"http://127.0.0.1:{self.api_port}")
+
+    def start(self) -> None:
+        """Redis, then the API (with a key of its database for the client), healthy."""
+        self.start_redis()
+        # Every route but /health needs a key: one made on the stack's own database.
+        self.api_key = create_key(self.database_url, "faults").token
+        self.client.close()
+        self.client = Client(f"http://127.0.0.1:{self.api_port}", api_key=self.api_key)
+        argv = api_command("127.0.0.1", self.api_port)
+        self.api = ChildProcess("api", argv, env=self.env, log_dir=self.root)
+        api = self.api
 
         def healthy() -> bool:
-            assert self.api.alive(), self.api.tail()
+            assert api.alive(), api.tail()
             try:
                 return bool(self.client.health()["status"] == "ok")
             except Exception:
                 return False
 
-        assert wait_until(healthy, timeout=60), self.api.tail()
+        assert wait_until(healthy, timeout=60), api.tail()
 
     def start_redis(self) -> None:
         server = shutil.which("redis-server")
@@ -74,11 +104,18 @@ class Stack:
         broker = redis.Redis(port=self.redis_port)
         assert wait_until(lambda: _pings(broker), timeout=10), self.redis.tail()
 
-    def start_worker(self) -> ChildProcess:
+    def start_worker(self, env: Mapping[str, str] | None = None) -> ChildProcess:
+        """One more worker; `env` overrides the stack's settings for it alone."""
         name = f"worker{len(self.workers) + 1}"
-        child = ChildProcess(name, worker_command("INFO"), env=self.env, log_dir=self.root)
+        child = ChildProcess(
+            name, worker_command("INFO"), env=self.env | dict(env or {}), log_dir=self.root
+        )
         self.workers.append(child)
         return child
+
+    def worker_logs(self) -> str:
+        """Everything the workers printed."""
+        return "\n".join(w.log_path.read_text(errors="replace") for w in self.workers)
 
     def stop(self) -> None:
         for child in [*self.workers, self.api, self.redis]:
@@ -94,11 +131,20 @@ def _pings(broker: redis.Redis) -> bool:
         return False
 
 
+def ready(worker: ChildProcess) -> bool:
+    """Whether the worker is connected to the broker and takes tasks."""
+    assert worker.alive(), worker.tail()
+    return " ready." in worker.log_path.read_text(errors="replace")
+
+
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
     running = Stack(tmp_path)
-    yield running
-    running.stop()
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
 
 
 def wait_completed(client: Client, experiment_id: int, timeout: float) -> dict:
@@ -148,3 +194,29 @@ def test_queued_trials_survive_a_broker_restart(stack: Stack):
     done = wait_completed(stack.client, created["id"], timeout=120)
     assert done["progress"]["succeeded"] == 4
     assert all(t["attempts"] == 1 for t in stack.client.trials(created["id"]))
+
+
+def test_a_trial_delivered_twice_runs_once(stack: Stack):
+    workers = [stack.start_worker(), stack.start_worker()]
+    assert wait_until(lambda: all(ready(w) for w in workers), timeout=60), stack.worker_logs()
+    spec = SPEC | {"factors": [{"name": "nodes", "kind": "integer", "levels": [3]}]}
+    created = stack.client.create_experiment(spec)
+    (trial_id,) = [t["id"] for t in created["trials"]]
+    stack.client.start(created["id"])
+    # The same trial a second time, while the first message is still there or running: each
+    # idle worker takes one of the two.
+    asyncio.run(TaskQueue(stack.env["GALERA_DOE_BROKER_URL"]).enqueue_trials([trial_id]))
+
+    wait_completed(stack.client, created["id"], timeout=60)
+    outcome = re.compile(rf"trial {trial_id} outcome: (\w+)")
+
+    def outcomes() -> list[str]:
+        return outcome.findall(stack.worker_logs())
+
+    assert wait_until(lambda: len(outcomes()) == 2, timeout=30), stack.worker_logs()
+    assert sorted(outcomes()) == ["skipped", "succeeded"], stack.worker_logs()
+    # Each worker had one of the two deliveries: they ran side by side.
+    assert all(outcome.search(w.log_path.read_text()) for w in workers), stack.worker_logs()
+    trial = stack.client.trial(trial_id)
+    assert trial["status"] == "succeeded" and trial["attempts"] == 1 and trial["error"] is None
+    assert trial["responses"]["tps"] > 0

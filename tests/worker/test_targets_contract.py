@@ -6,13 +6,20 @@ targets run real trials in tests/integration/test_lab.py, which checks the same 
 
 from __future__ import annotations
 
+import logging
 import math
+import re
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from app.targets import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS, TargetSpec, load_targets
-from worker.targets import TARGET_CLASSES, build_target
-from worker.targets.base import TargetError
+from worker.targets import TARGET_CLASSES, build_target, cluster
+from worker.targets.base import InfrastructureError, Target, TargetError, TrialCancelledError
+from worker.targets.cluster import run_processes
 
 
 def test_every_runnable_kind_has_a_target_class():
@@ -50,3 +57,76 @@ def test_a_manual_target_is_not_runnable():
 def test_a_malformed_external_target_is_refused_with_a_reason(settings: dict, words: str):
     with pytest.raises(TargetError, match=words):
         build_target(TargetSpec(name="ext", kind="external", settings=settings))
+
+
+# Cancellation is part of the contract: a run stops within seconds when its `cancel` event is
+# set, stops what it started, and raises TrialCancelledError.
+
+
+def _runnable(kind: str, tmp_path: Path) -> Target:
+    settings: dict = {
+        "simulated": {"seconds_per_trial": 30},
+        "lab": {"base_dir": str(tmp_path / "lab")},
+        "external": {"nodes": [{"host": "127.0.0.1", "port": 9}]},
+    }[kind]
+    return build_target(TargetSpec(name=f"{kind}-contract", kind=kind, settings=settings))
+
+
+@pytest.mark.parametrize("kind", sorted(RUNNABLE_KINDS))
+def test_a_cancelled_trial_starts_nothing(kind: str, tmp_path: Path):
+    cancel = threading.Event()
+    cancel.set()
+    began = time.monotonic()
+    with pytest.raises(TrialCancelledError):
+        _runnable(kind, tmp_path).run({"runtime_s": 10}, run_key=1, cancel=cancel)
+    assert time.monotonic() - began < 1
+
+
+def test_a_simulated_trial_stops_when_cancelled_while_it_runs():
+    target = build_target(
+        TargetSpec(name="slow", kind="simulated", settings={"seconds_per_trial": 30})
+    )
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    began = time.monotonic()
+    with pytest.raises(TrialCancelledError):
+        target.run({}, run_key=1, cancel=cancel)
+    assert 0.3 <= time.monotonic() - began < 2
+
+
+def _gone(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_cluster_processes_are_stopped_by_pid_when_the_trial_is_cancelled(caplog):
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    began = time.monotonic()
+    with caplog.at_level(logging.INFO), pytest.raises(TrialCancelledError):
+        run_processes([["sleep", "30"], ["sleep", "30"]], timeout=60, cancel=cancel)
+    assert time.monotonic() - began < 3
+    pids = [int(p) for p in re.findall(r"started sysbench \(pid (\d+)\)", caplog.text)]
+    assert len(pids) == 2 and all(_gone(pid) for pid in pids)
+
+
+def test_cluster_processes_that_ignore_sigterm_are_killed(monkeypatch, caplog):
+    monkeypatch.setattr(cluster, "STOP_GRACE_S", 0.5)
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    ignore = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30)"
+    stubborn = [sys.executable, "-c", ignore]
+    with caplog.at_level(logging.INFO), pytest.raises(TrialCancelledError):
+        run_processes([stubborn], timeout=60, cancel=cancel)
+    (pid,) = [int(p) for p in re.findall(r"started sysbench \(pid (\d+)\)", caplog.text)]
+    assert _gone(pid)
+
+
+def test_cluster_processes_report_exit_codes_and_output_or_time_out():
+    results = run_processes(
+        [["sh", "-c", "echo one; exit 3"], ["sh", "-c", "echo two"]],
+        timeout=10,
+        cancel=threading.Event(),
+    )
+    assert results == [(3, "one\n"), (0, "two\n")]
+    with pytest.raises(InfrastructureError, match=r"did not finish within 0\.5 s"):
+        run_processes([["sleep", "30"]], timeout=0.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ __all__ = [
     "InfrastructureError",
     "Target",
     "TargetError",
+    "TrialCancelledError",
     "TrialResult",
 ]
 
@@ -41,6 +43,16 @@ class InfeasibleError(TargetError):
     """The configuration cannot work on this target (e.g. too many connections): never retried."""
 
 
+class TrialCancelledError(TargetError):
+    """The run was stopped because its trial was cancelled: what it started is stopped too."""
+
+
+def check_cancelled(cancel: threading.Event | None) -> None:
+    """Raise TrialCancelledError when `cancel` is set (targets call it between phases)."""
+    if cancel is not None and cancel.is_set():
+        raise TrialCancelledError("the trial was cancelled")
+
+
 class Target(ABC):
     """A named place to run trials; knows nothing of Celery or the database."""
 
@@ -52,8 +64,19 @@ class Target(ABC):
         self.settings = dict(settings)
 
     @abstractmethod
-    def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
-        """Run one configuration. `run_key` identifies the trial (seeds simulated noise)."""
+    def run(
+        self,
+        config: Mapping[str, Value],
+        *,
+        run_key: int,
+        cancel: threading.Event | None = None,
+    ) -> TrialResult:
+        """Run one configuration. `run_key` identifies the trial (seeds simulated noise).
+
+        `cancel` is set from another thread when the trial is cancelled: the run stops what it
+        started (processes, by pid), within a few seconds, and raises TrialCancelledError; the
+        target stays usable for the next trial.
+        """
 
     def recover(self) -> None:  # noqa: B027 - a stateless target has nothing to reset
         """Bring the target back to a known state after a failed trial."""

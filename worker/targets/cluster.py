@@ -10,10 +10,14 @@ configuration the server refuses is infeasible (never retried).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import subprocess
+import tempfile
+import threading
 import time
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +28,13 @@ from worker.targets.base import (
     InfrastructureError,
     Target,
     TargetError,
+    TrialCancelledError,
     TrialResult,
     Value,
+    check_cancelled,
 )
+
+log = logging.getLogger(__name__)
 
 COUNTERS = (
     "wsrep_cluster_conf_id",
@@ -39,6 +47,11 @@ COUNTERS = (
 MIN_RUNTIME_S = 10
 # Server errors that mean "this configuration cannot run here", not "the cluster broke".
 INFEASIBLE_MARKERS = ("Too many connections", "max_connections", "Out of memory", "(1040)")
+PREPARE_TIMEOUT_S = 600
+# How often a running sysbench is checked for exit and for cancellation, and how long one that
+# was told to stop (SIGTERM) gets before SIGKILL.
+POLL_S = 0.2
+STOP_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -112,18 +125,28 @@ class ClusterTarget(Target):
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
         return TrialPlan(workload=workload, variables=variables, **numbers)
 
-    def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
-        """Run one trial (module docstring)."""
+    def run(
+        self,
+        config: Mapping[str, Value],
+        *,
+        run_key: int,
+        cancel: threading.Event | None = None,
+    ) -> TrialResult:
+        """Run one trial (module docstring); `cancel` stops its sysbench processes."""
         plan = self.plan(config)
+        check_cancelled(cancel)
         try:
+            # A resize is not interrupted (a half-joined node is worse than a late stop): the
+            # cancellation is honoured between the phases and during every sysbench run.
             nodes = self.nodes_for(plan.nodes)
+            check_cancelled(cancel)
             size = self.cluster_size(nodes)
             galera.check_healthy(nodes, self.credentials, expected_size=size)
             galera.set_globals(nodes, self.credentials, plan.variables)
-            self._prepare(nodes[0], plan)
+            self._prepare(nodes[0], plan, cancel)
             before = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
             started = time.monotonic()
-            outputs = self._benchmark(nodes, plan)
+            outputs = self._benchmark(nodes, plan, cancel)
             elapsed = time.monotonic() - started
             after = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
             galera.check_healthy(nodes, self.credentials, expected_size=size)
@@ -141,8 +164,9 @@ class ClusterTarget(Target):
             responses=_responses(combined, before, after, elapsed), raw_output=raw_output
         )
 
-    def _prepare(self, node: galera.Node, plan: TrialPlan) -> None:
+    def _prepare(self, node: galera.Node, plan: TrialPlan, cancel: threading.Event | None) -> None:
         for client in range(1, plan.clients + 1):
+            check_cancelled(cancel)
             database = f"sbtest{client}"
             if database in self._prepared and not self.reprepare:
                 continue
@@ -159,11 +183,13 @@ class ClusterTarget(Target):
                 tables=self.tables,
                 table_size=self.table_size,
             )
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
+            # A prepare cut short leaves the schema incomplete: `_complete` finds it next time.
+            ((code, output),) = run_processes(
+                [argv], timeout=PREPARE_TIMEOUT_S, cancel=cancel, name=f"prepare of {database}"
+            )
+            if code != 0:
                 raise TargetError(
-                    f"sysbench prepare of {database} failed: "
-                    + self._redact((done.stdout + done.stderr)[-2000:])
+                    f"sysbench prepare of {database} failed: " + self._redact(output[-2000:])
                 )
             self._prepared.add(database)
 
@@ -177,8 +203,10 @@ class ClusterTarget(Target):
         cursor.execute(f"SELECT COUNT(*) FROM {database}.sbtest{self.tables}")
         return bool(cursor.fetchone()[0] == self.table_size)
 
-    def _benchmark(self, nodes: list[galera.Node], plan: TrialPlan) -> list[str]:
-        processes = []
+    def _benchmark(
+        self, nodes: list[galera.Node], plan: TrialPlan, cancel: threading.Event | None
+    ) -> list[str]:
+        argvs = []
         for client in range(1, plan.clients + 1):
             node = nodes[(client - 1) % len(nodes)]
             argv = sysbench.run_command(
@@ -190,23 +218,15 @@ class ClusterTarget(Target):
                 tables=self.tables,
                 table_size=self.table_size,
             )
-            processes.append(
-                subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            )
+            argvs.append(argv)
         deadline = plan.runtime_s + self.warmup_s + 120
         outputs = []
-        for process in processes:
-            try:
-                output, _ = process.communicate(timeout=deadline)
-            except subprocess.TimeoutExpired:
-                for other in processes:
-                    other.kill()
-                raise InfrastructureError(f"sysbench did not finish within {deadline} s") from None
-            if process.returncode != 0:
+        for code, output in run_processes(argvs, timeout=deadline, cancel=cancel):
+            if code != 0:
                 tail = self._redact(output[-2000:])
                 if any(marker in output for marker in INFEASIBLE_MARKERS):
                     raise InfeasibleError(f"the server refused the load: {tail}")
-                raise TargetError(f"sysbench exited {process.returncode}: {tail}")
+                raise TargetError(f"sysbench exited {code}: {tail}")
             outputs.append(output)
         return outputs
 
@@ -225,6 +245,63 @@ class ClusterTarget(Target):
     def recover(self) -> None:
         """Schemas may be half-prepared after a failure: prepare them again next time."""
         self._prepared.clear()
+
+
+def run_processes(
+    argvs: Sequence[list[str]],
+    *,
+    timeout: float,
+    cancel: threading.Event | None = None,
+    name: str = "sysbench",
+) -> list[tuple[int, str]]:
+    """Run the commands at once and return each one's exit code and output, in order.
+
+    Every process is stopped by its pid (SIGTERM, SIGKILL after STOP_GRACE_S) when `cancel` is
+    set (TrialCancelledError), when `timeout` seconds pass (InfrastructureError), or on any
+    other exception: none outlives the call.
+    """
+    processes: list[subprocess.Popen[bytes]] = []
+    with contextlib.ExitStack() as files:
+        # Files, not pipes: an hour of interval reports would fill a pipe read only at the end.
+        outputs = [files.enter_context(tempfile.TemporaryFile()) for _ in argvs]
+        try:
+            for argv, output in zip(argvs, outputs, strict=True):
+                process = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT
+                )
+                processes.append(process)
+                log.info("started %s (pid %d)", name, process.pid)
+            deadline = time.monotonic() + timeout
+            while any(process.poll() is None for process in processes):
+                if cancel is not None and cancel.wait(POLL_S):
+                    pids = ", ".join(str(p.pid) for p in processes)
+                    log.info("trial cancelled: stopping %s (pid %s)", name, pids)
+                    raise TrialCancelledError(f"the trial was cancelled; {name} was stopped")
+                if cancel is None:
+                    time.sleep(POLL_S)
+                if time.monotonic() > deadline:
+                    raise InfrastructureError(f"{name} did not finish within {timeout:g} s")
+        finally:
+            _stop(processes)
+        results = []
+        for process, output in zip(processes, outputs, strict=True):
+            output.seek(0)
+            results.append((process.returncode, output.read().decode(errors="replace")))
+        return results
+
+
+def _stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every process still running, SIGKILL those that outlive the grace; reap all."""
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
+        process.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for process in running:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _check_membership_unchanged(before: list[dict[str, str]], after: list[dict[str, str]]) -> None:

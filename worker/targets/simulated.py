@@ -99,7 +99,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-import time
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
@@ -108,7 +108,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from app.targets import SIMULATED_FACTORS
-from worker.targets.base import GALERA_RESPONSES, Target, TargetError, TrialResult, Value
+from worker.targets.base import (
+    GALERA_RESPONSES,
+    Target,
+    TargetError,
+    TrialResult,
+    Value,
+    check_cancelled,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -456,11 +463,19 @@ class SimulatedTarget(Target):
         self.noise = float(noise)
         self.seconds_per_trial = float(pace)
 
-    def run(self, config: Mapping[str, Value], *, run_key: int) -> TrialResult:
+    def run(
+        self,
+        config: Mapping[str, Value],
+        *,
+        run_key: int,
+        cancel: threading.Event | None = None,
+    ) -> TrialResult:
         """Evaluate the model for `config` with the noise of trial `run_key`, taking
-        `seconds_per_trial` as a real benchmark would take its runtime."""
+        `seconds_per_trial` as a real benchmark would take its runtime (cut short by `cancel`)."""
         resolved = _resolve(config)
-        time.sleep(self.seconds_per_trial)
+        # Waiting on the event, not sleeping: a cancelled trial stops at once, as sysbench would.
+        (cancel if cancel is not None else threading.Event()).wait(self.seconds_per_trial)
+        check_cancelled(cancel)
         solution = _solve(*resolved.values())
         if self.noise == 0.0:
             surface = _responses(solution)
