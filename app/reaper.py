@@ -3,7 +3,8 @@
 Workers renew a running trial's lease; when one dies (SIGKILL, a lost machine) its lease runs
 out and the reaper sends the trial again, or fails it after the attempt limit. Trials left
 queued without a message (the broker restarted without persistence) are sent again; a trial
-whose worker died after its experiment was cancelled is cancelled. Several API processes may
+whose worker died after its experiment was cancelled is cancelled; an optimization loop whose
+round ended long ago without the next one planned is asked again. Several API processes may
 reap at once: every change is a conditional UPDATE, and a trial sent twice runs once.
 """
 
@@ -37,6 +38,12 @@ async def reap_forever(database: Database, queue: TaskQueue, settings: Settings)
         except Exception as error:  # the next pass retries; the database keeps the state
             log.warning("reaper pass failed: %s", error)
             continue
+        if reaped.advanced:
+            log.warning(
+                "reaper: optimization loops %s had finished their round long ago without "
+                "planning the next (a lost message): asked again",
+                reaped.advanced,
+            )
         if reaped.requeued or reaped.failed or reaped.resent or reaped.cancelled:
             log.warning(
                 "reaper: trials %s lost their worker and were sent again, %s failed for good "

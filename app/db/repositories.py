@@ -209,6 +209,16 @@ async def latest_optimization(session: AsyncSession, experiment_id: int) -> Opti
     return (await session.scalars(query)).first()
 
 
+async def running_optimizations(session: AsyncSession) -> Sequence[Optimization]:
+    """Every running optimization loop."""
+    query = (
+        select(Optimization)
+        .where(Optimization.status == OptimizationStatus.RUNNING)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.scalars(query)).all()
+
+
 async def running_optimization(session: AsyncSession, experiment_id: int) -> Optimization | None:
     """The experiment's running optimization loop, if one runs."""
     query = (

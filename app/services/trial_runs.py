@@ -6,14 +6,15 @@ is harmless: a worker that lost its connection in the middle of a commit records
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
-from app.db.models import utcnow
+from app.db.models import Trial, utcnow
 from app.queue import TaskQueue
 from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, Failure, TrialStatus
 
@@ -150,6 +151,7 @@ class Reaped:
     failed: list[int]
     resent: list[int]
     cancelled: list[int] = field(default_factory=list)
+    advanced: list[int] = field(default_factory=list)
 
 
 async def reap(
@@ -222,7 +224,31 @@ async def reap(
         )
     await session.commit()
     await queue.enqueue_trials([*requeued, *resent])
-    return Reaped(requeued=requeued, failed=failed, resent=resent, cancelled=cancelled)
+    advanced = await _stalled_loops(session, now - resend_after)
+    for loop_id in advanced:
+        await queue.enqueue_advance(loop_id)
+    return Reaped(
+        requeued=requeued, failed=failed, resent=resent, cancelled=cancelled, advanced=advanced
+    )
+
+
+async def _stalled_loops(session: AsyncSession, before: datetime) -> list[int]:
+    """Running loops whose round ended before `before` and whose next round was not planned
+    since: the message that asks for it was lost (a broker restart). Sending it again is
+    harmless: a round is claimed once however often it is asked for."""
+    stalled = []
+    for loop in await repositories.running_optimizations(session):
+        trials = await repositories.list_trials(session, loop.experiment_id)
+        if not _round_over(trials):
+            continue
+        last_change = max([loop.updated_at, *(t.finished_at for t in trials if t.finished_at)])
+        if last_change < before:
+            stalled.append(loop.id)
+    return stalled
+
+
+def _round_over(trials: Sequence[Trial]) -> bool:
+    return all(trial.status in FINAL_TRIAL_STATUSES for trial in trials)
 
 
 async def renew_lease(
@@ -240,10 +266,7 @@ async def optimization_to_advance(session: AsyncSession, *, experiment_id: int) 
     loop = await repositories.running_optimization(session, experiment_id)
     if loop is None:
         return None
-    trials = await repositories.list_trials(session, experiment_id)
-    if all(trial.status in FINAL_TRIAL_STATUSES for trial in trials):
-        return loop.id
-    return None
+    return loop.id if _round_over(await repositories.list_trials(session, experiment_id)) else None
 
 
 async def target_name(session: AsyncSession, *, trial_id: int) -> str | None:

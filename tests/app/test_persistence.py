@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
+import redis
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -23,7 +25,7 @@ from app.db.migrate import (
 )
 from app.db.models import Base, Experiment, Optimization, Suggestion, Trial, utcnow
 from app.db.session import Database
-from app.queue import TaskQueue
+from app.queue import ADVANCE_OPTIMIZATION_TASK, TRIALS_QUEUE, TaskQueue
 from app.services import trial_runs
 from app.statuses import Failure, TrialStatus
 from tests.conftest import mariadb
@@ -284,3 +286,35 @@ async def test_the_reaper_requeues_expired_trials_and_fails_them_after_the_last_
     assert trial.status == TrialStatus.FAILED and trial.failure == Failure.LOST
     assert trial.error is not None and trial.error.count("(lost): worker w stopped") == 2
     assert untouched.status == TrialStatus.RUNNING and untouched.attempts == 1
+
+
+async def test_the_reaper_asks_again_for_the_round_of_a_loop_whose_message_was_lost(
+    database, redis_url
+):
+    broker = redis.Redis.from_url(redis_url)
+    finished = await new_trial(database)
+    async with database.session() as session:
+        trial = await repositories.get_trial(session, finished)
+        assert trial is not None
+        long_ago = utcnow() - timedelta(minutes=10)
+        trial.status, trial.finished_at = TrialStatus.SUCCEEDED, long_ago
+        stalled = Optimization(
+            experiment_id=trial.experiment_id, strategy="bayes", budget=5, updated_at=long_ago
+        )
+        session.add(stalled)
+        await session.commit()
+        reaped = await trial_runs.reap(
+            session, queue=TaskQueue(redis_url), max_attempts=2, resend_after=timedelta(minutes=2)
+        )
+        assert stalled.id in reaped.advanced
+        # A round that ended a moment ago is the worker's to ask for: the reaper waits.
+        trial.finished_at = utcnow()
+        await session.commit()
+        later = await trial_runs.reap(
+            session, queue=TaskQueue(redis_url), max_attempts=2, resend_after=timedelta(minutes=2)
+        )
+        assert stalled.id not in later.advanced
+    messages = [json.loads(m) for m in broker.lrange(TRIALS_QUEUE, 0, -1)]
+    asked = [m for m in messages if m["headers"]["task"] == ADVANCE_OPTIMIZATION_TASK]
+    assert [m["headers"]["argsrepr"] for m in asked].count(f"[{stalled.id}]") == 1
+    broker.delete(TRIALS_QUEUE)
