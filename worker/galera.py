@@ -295,18 +295,19 @@ def _set_global(cursor: Cursor, node: Node, name: str, value: Value) -> None:
 
 def set_globals(
     nodes: Iterable[Node], credentials: Credentials, variables: Mapping[str, Value]
-) -> None:
+) -> dict[str, Value]:
     """`SET GLOBAL name = value` on every node, each checked first and read back after.
 
     Names must be identifiers the server lists as dynamic; ints and floats are sent as numbers,
     strings as quoted parameters. Nothing is sent before every name and value passed its checks.
     VariableError when a variable cannot be set or reads back different (clamped, rounded);
     the nodes already changed then get their previous values back, so the cluster stays uniform.
+    Returns the values the first node had before, to set them back later.
     """
     nodes = list(nodes)
     checked = {name: _checked(name, value) for name, value in variables.items()}
     if not nodes or not checked:
-        return
+        return {}
     dynamic = dynamic_variables(nodes[0], credentials)
     for name in checked:
         if name not in dynamic:
@@ -326,6 +327,18 @@ def set_globals(
                     with contextlib.suppress(pymysql.MySQLError):
                         cursor.execute(f"SET GLOBAL {name} = %s", (value,))
         raise
+    return {name: _as_value(value) for name, value in previous[0][1].items()}
+
+
+def _as_value(raw: object) -> Value:
+    """A value read from the server in the form `SET GLOBAL` takes back."""
+    if isinstance(raw, bytes):
+        return raw.decode()
+    if isinstance(raw, Decimal):
+        return int(raw) if raw == raw.to_integral_value() else float(raw)
+    if isinstance(raw, int | float | str):
+        return raw
+    return "" if raw is None else str(raw)
 
 
 @dataclass(frozen=True)

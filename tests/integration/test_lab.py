@@ -236,3 +236,29 @@ def test_a_closed_loop_runs_on_a_real_cluster(service: Client, target: str):
     assert all(t["status"] == "succeeded" for t in trials), [t["error"] for t in trials]
     kinds = [t["point_type"] for t in sorted(trials, key=lambda t: t["run_order"])]
     assert kinds[:4] == ["space_filling"] * 4 and kinds[4] in ("bayes", "replicate")
+
+
+def test_a_variable_one_experiment_set_is_set_back_for_the_next(
+    service: Client, cluster: galera.LabCluster
+):
+    def max_connect_errors() -> set[int]:
+        values = set()
+        for node in galera.LabCluster(cluster.layout).nodes():
+            with galera.connect(node, cluster.credentials) as connection:
+                cursor = connection.cursor()
+                cursor.execute("SELECT @@GLOBAL.max_connect_errors")
+                values.add(int(cursor.fetchone()[0]))
+        return values
+
+    (original,) = max_connect_errors()
+    one_run = {"design": {"kind": "full_factorial"}, "objective": {"response": "tps"}}
+    setting = {"name": "lab: sets a variable", "target": "lab-it", **one_run, "factors": [
+        {"name": "max_connect_errors", "kind": "integer", "levels": [original + 77]}]}  # fmt: skip
+    _, done = run_to_completion(service, setting, timeout=300)
+    assert done["progress"]["succeeded"] == 1
+    assert max_connect_errors() == {original + 77}
+    other = {"name": "lab: does not set it", "target": "lab-it", **one_run, "factors": [
+        {"name": "threads_per_client", "kind": "integer", "levels": [4]}]}  # fmt: skip
+    _, done = run_to_completion(service, other, timeout=300)
+    assert done["progress"]["succeeded"] == 1
+    assert max_connect_errors() == {original}

@@ -87,6 +87,9 @@ class ClusterTarget(Target):
             **dict(self.settings.get("defaults") or {}),
         }
         self._prepared: set[str] = set()
+        # What each server variable a trial changed was before the first change: a later trial
+        # that does not set it gets it back, so no setting leaks into the next experiment.
+        self._server_values: dict[str, Value] = {}
 
     @abstractmethod
     def nodes_for(self, count: int) -> list[galera.Node]:
@@ -142,7 +145,7 @@ class ClusterTarget(Target):
             check_cancelled(cancel)
             size = self.cluster_size(nodes)
             galera.check_healthy(nodes, self.credentials, expected_size=size)
-            galera.set_globals(nodes, self.credentials, plan.variables)
+            self._set_variables(nodes, plan.variables)
             self._prepare(nodes[0], plan, cancel)
             before = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
             started = time.monotonic()
@@ -163,6 +166,14 @@ class ClusterTarget(Target):
         return TrialResult(
             responses=_responses(combined, before, after, elapsed), raw_output=raw_output
         )
+
+    def _set_variables(self, nodes: list[galera.Node], variables: Mapping[str, Value]) -> None:
+        """The trial's variables, and every other variable an earlier trial changed back at
+        its server value."""
+        restored = {n: v for n, v in self._server_values.items() if n not in variables}
+        before = galera.set_globals(nodes, self.credentials, {**restored, **variables})
+        for name in variables:
+            self._server_values.setdefault(name, before[name])
 
     def _prepare(self, node: galera.Node, plan: TrialPlan, cancel: threading.Event | None) -> None:
         for client in range(1, plan.clients + 1):
