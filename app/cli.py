@@ -27,6 +27,7 @@ from app.config import Settings
 from app.demo import QUICKSTART, run_demo
 from app.processes import ServiceError, worker_command
 from app.services.errors import ConflictError, NotFoundError
+from app.targets import load_targets
 from experiments.errors import DomainError
 
 # Exit codes: 1 the API refused or could not be reached, 2 bad input on the command line (a file).
@@ -507,9 +508,25 @@ def serve(
 @cli.command()
 def worker(
     loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "INFO",
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="run only this target's trials (repeatable); default: every runnable target "
+            "of GALERA_DOE_TARGETS_FILE",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run one Celery worker that runs trials one at a time."""
-    argv = worker_command(loglevel)
+    runnable = {n for n, spec in load_targets(Settings().targets_file).items() if spec.runnable}
+    unknown = sorted(set(target or ()) - runnable)
+    if unknown:
+        _fail(
+            f"--target {', '.join(unknown)}: not a runnable target of the targets file "
+            f"(runnable: {', '.join(sorted(runnable))})",
+            EXIT_USAGE,
+        )
+    argv = worker_command(loglevel, target or ())
     os.execv(argv[0], argv)
 
 

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ import httpx
 from app.client import ApiError, Client
 from app.config import Settings
 from app.keys import create_key
-from app.queue import TRIALS_QUEUE
+from app.queue import trial_queue
 
 
 def api_command(host: str, port: int) -> list[str]:
@@ -29,11 +29,13 @@ def api_command(host: str, port: int) -> list[str]:
     ]  # fmt: skip
 
 
-def worker_command(loglevel: str = "INFO") -> list[str]:
-    """argv of one worker that runs one trial at a time."""
+def worker_command(loglevel: str = "INFO", targets: Sequence[str] = ()) -> list[str]:
+    """argv of one worker that runs one trial at a time, for the given targets (default: every
+    runnable target of its targets file)."""
+    queues = ["-Q", ",".join(trial_queue(name) for name in targets)] if targets else []
     return [
         sys.executable, "-m", "celery", "-A", "worker.celery_app:celery_app", "worker",
-        "--pool=solo", "--concurrency=1", f"--loglevel={loglevel}", "-Q", TRIALS_QUEUE,
+        "--pool=solo", "--concurrency=1", f"--loglevel={loglevel}", *queues,
         "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]  # fmt: skip
 

@@ -1,4 +1,9 @@
-"""Sends trial ids to the workers through the broker, by task name (no worker code imported)."""
+"""Sends trial ids to the workers through the broker, by task name (no worker code imported).
+
+Every target has a queue of its own (`trials.<target>`), carrying its trials and the steps of its
+experiments' optimization loops: a worker consumes the queues of the targets in its own targets
+file, so one worker per cluster, on any machine, gets exactly that cluster's work.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,14 @@ from celery import Celery
 
 RUN_TRIAL_TASK = "galera_doe.run_trial"
 ADVANCE_OPTIMIZATION_TASK = "galera_doe.advance_optimization"
-TRIALS_QUEUE = "trials"
+TRIALS_QUEUE_PREFIX = "trials."
 # Where kombu's Redis transport keeps delivered, unacknowledged messages.
 UNACKED_KEY = "unacked"
+
+
+def trial_queue(target: str) -> str:
+    """The queue of one target's trials and loop steps."""
+    return f"{TRIALS_QUEUE_PREFIX}{target}"
 
 
 class BrokerUnavailableError(RuntimeError):
@@ -33,13 +43,13 @@ class TaskQueue:
         self._celery = Celery("galera_doe_api", broker=broker_url)
         self._celery.conf.broker_connection_timeout = 3
 
-    def _send(self, record_id: int, task: str = RUN_TRIAL_TASK) -> None:
+    def _send(self, record_id: int, target: str, task: str = RUN_TRIAL_TASK) -> None:
         try:
             # A short, bounded retry: a request must not hang while the broker is down.
             self._celery.send_task(
                 task,
                 args=[record_id],
-                queue=TRIALS_QUEUE,
+                queue=trial_queue(target),
                 retry=True,
                 retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
             )
@@ -48,20 +58,21 @@ class TaskQueue:
                 f"broker {self._redacted()} unreachable: {error}"
             ) from error
 
-    async def enqueue_trials(self, trial_ids: Sequence[int]) -> None:
-        """Send one `run_trial(trial_id)` message per id, in order."""
-        await asyncio.to_thread(self._send_all, list(trial_ids))
+    async def enqueue_trials(self, trial_ids: Sequence[int], *, target: str) -> None:
+        """Send one `run_trial(trial_id)` message per id, in order, to the target's queue."""
+        await asyncio.to_thread(self._send_all, list(trial_ids), target)
 
-    def _send_all(self, trial_ids: list[int]) -> None:
+    def _send_all(self, trial_ids: list[int], target: str) -> None:
         for sent, trial_id in enumerate(trial_ids):
             try:
-                self._send(trial_id)
+                self._send(trial_id, target)
             except BrokerUnavailableError as error:
                 raise BrokerUnavailableError(str(error), sent=sent) from error
 
-    async def enqueue_advance(self, optimization_id: int) -> None:
-        """Send one `advance_optimization(optimization_id)` message: the loop's next step."""
-        await asyncio.to_thread(self._send, optimization_id, ADVANCE_OPTIMIZATION_TASK)
+    async def enqueue_advance(self, optimization_id: int, *, target: str) -> None:
+        """Send one `advance_optimization(optimization_id)` message, the loop's next step, to
+        the queue of its experiment's target."""
+        await asyncio.to_thread(self._send, optimization_id, target, ADVANCE_OPTIMIZATION_TASK)
 
     async def live_trial_ids(self) -> set[int]:
         """The trial ids that have a message in the broker: waiting in the queue, or delivered
@@ -73,7 +84,8 @@ class TaskQueue:
             client = redis.Redis.from_url(
                 self.broker_url, socket_connect_timeout=2, socket_timeout=5
             )
-            waiting = client.lrange(TRIALS_QUEUE, 0, -1)
+            queues = client.scan_iter(match=f"{TRIALS_QUEUE_PREFIX}*", _type="list")
+            waiting = [item for queue in queues for item in client.lrange(queue, 0, -1)]
             delivered = [json.loads(item)[0] for item in client.hvals(UNACKED_KEY)]
             client.close()
         except redis.RedisError as error:

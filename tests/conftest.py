@@ -24,7 +24,7 @@ from app.db.migrate import upgrade_to_head
 from app.db.session import Database
 from app.main import create_app
 from app.processes import running_service
-from app.queue import TRIALS_QUEUE
+from app.queue import TRIALS_QUEUE_PREFIX
 from app.services import api_keys
 from app.services.api_keys import Role
 
@@ -51,6 +51,14 @@ async def mariadb(statement: str) -> None:
             await cursor.execute(statement)
     finally:
         connection.close()
+
+
+def clear_trial_queues(broker_url: str) -> None:
+    """Drop every message waiting in a target's queue (another module's leftovers)."""
+    client = redis.Redis.from_url(broker_url)
+    for queue in client.scan_iter(match=f"{TRIALS_QUEUE_PREFIX}*"):
+        client.delete(queue)
+    client.close()
 
 
 @pytest.fixture(scope="session")
@@ -142,7 +150,7 @@ def repo_root() -> Path:
 @pytest.fixture(scope="module")
 def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """The API and one worker as child processes, on the test database and the test Redis."""
-    redis.Redis.from_url(settings.broker_url).delete(TRIALS_QUEUE)
+    clear_trial_queues(settings.broker_url)
     env = os.environ | {
         "GALERA_DOE_DATABASE_URL": settings.database_url,
         "GALERA_DOE_BROKER_URL": settings.broker_url,

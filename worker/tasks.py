@@ -162,7 +162,7 @@ async def _record(
         raise
     if not recorded:
         return "not recorded (the trial was claimed again by another worker, which records it)"
-    await _continue_loop(claimed.experiment_id)
+    await _continue_loop(claimed)
     return "succeeded"
 
 
@@ -193,21 +193,25 @@ async def _failed(claimed: ClaimedTrial, error: str, failure: Failure) -> str:
         ),
     )
     if status == TrialStatus.QUEUED:
-        await TaskQueue(get_settings().broker_url).enqueue_trials([claimed.trial_id])
+        await TaskQueue(get_settings().broker_url).enqueue_trials(
+            [claimed.trial_id], target=claimed.target
+        )
         return "requeued"
-    await _continue_loop(claimed.experiment_id)
+    await _continue_loop(claimed)
     return "failed"
 
 
-async def _continue_loop(experiment_id: int) -> None:
+async def _continue_loop(claimed: ClaimedTrial) -> None:
     """Send the next step of the experiment's optimization loop when this trial was the last
     of its round."""
+    experiment_id = claimed.experiment_id
     due = await retrying(
         f"checking the optimization loop of experiment {experiment_id}",
         lambda session: trial_runs.optimization_to_advance(session, experiment_id=experiment_id),
     )
     if due is not None:
-        await TaskQueue(get_settings().broker_url).enqueue_advance(due)
+        queue = TaskQueue(get_settings().broker_url)
+        await queue.enqueue_advance(due, target=claimed.target)
 
 
 @celery_app.task(name=ADVANCE_OPTIMIZATION_TASK)

@@ -289,7 +289,7 @@ async def send_trials(
         experiment.status = ExperimentStatus.RUNNING
     await session.commit()
     try:
-        await queue.enqueue_trials(queued)
+        await queue.enqueue_trials(queued, target=experiment.target)
     except BrokerUnavailableError as error:
         # Whatever was not sent goes back to pending, so a later start sends it.
         for trial_id in queued[error.sent :]:

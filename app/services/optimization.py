@@ -123,7 +123,7 @@ async def start(
                 session, experiment=experiment, trial_ids=ids, queue=queue
             )
         else:
-            await queue.enqueue_advance(loop.id)
+            await queue.enqueue_advance(loop.id, target=experiment.target)
     except (UnavailableError, BrokerUnavailableError) as error:
         await _finish(session, loop, OptimizationStatus.FAILED, error=f"not started: {error}")
         raise UnavailableError(str(error)) from error

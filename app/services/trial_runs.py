@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
-from app.db.models import Trial, utcnow
+from app.db.models import Optimization, Trial, utcnow
 from app.queue import TaskQueue
 from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, Failure, TrialStatus
 
@@ -223,16 +223,27 @@ async def reap(
             values={"queued_at": now},
         )
     await session.commit()
-    await queue.enqueue_trials([*requeued, *resent])
-    advanced = await _stalled_loops(session, now - resend_after)
-    for loop_id in advanced:
-        await queue.enqueue_advance(loop_id)
+    for trial_id in [*requeued, *resent]:
+        trial = await repositories.get_trial(session, trial_id)
+        assert trial is not None  # trials are deleted only with their experiment
+        target = await _target_of(session, trial.experiment_id)
+        await queue.enqueue_trials([trial_id], target=target)
+    stalled = await _stalled_loops(session, now - resend_after)
+    for loop in stalled:
+        await queue.enqueue_advance(loop.id, target=await _target_of(session, loop.experiment_id))
+    advanced = [loop.id for loop in stalled]
     return Reaped(
         requeued=requeued, failed=failed, resent=resent, cancelled=cancelled, advanced=advanced
     )
 
 
-async def _stalled_loops(session: AsyncSession, before: datetime) -> list[int]:
+async def _target_of(session: AsyncSession, experiment_id: int) -> str:
+    experiment = await repositories.get_experiment(session, experiment_id)
+    assert experiment is not None  # a trial or a loop keeps its experiment
+    return experiment.target
+
+
+async def _stalled_loops(session: AsyncSession, before: datetime) -> list[Optimization]:
     """Running loops whose round ended before `before` and whose next round was not planned
     since: the message that asks for it was lost (a broker restart). Sending it again is
     harmless: a round is claimed once however often it is asked for."""
@@ -243,7 +254,7 @@ async def _stalled_loops(session: AsyncSession, before: datetime) -> list[int]:
             continue
         last_change = max([loop.updated_at, *(t.finished_at for t in trials if t.finished_at)])
         if last_change < before:
-            stalled.append(loop.id)
+            stalled.append(loop)
     return stalled
 
 

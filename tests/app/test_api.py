@@ -11,7 +11,7 @@ from httpx import ASGITransport, AsyncClient
 
 from app.main import create_app
 from app.processes import free_port
-from app.queue import TRIALS_QUEUE
+from app.queue import trial_queue
 from app.services import api_keys
 
 SIMULATED = {
@@ -155,7 +155,7 @@ async def test_bad_experiments_get_422_naming_field_and_rule(api, spec, loc, wor
 
 async def test_start_queues_pending_trials_in_run_order(api, redis_url):
     broker = redis.Redis.from_url(redis_url)
-    broker.delete(TRIALS_QUEUE)
+    broker.delete(trial_queue("simulated"))
     created = await create(api, SIMULATED)
     started = await api.post(f"/experiments/{created['id']}/start")
     assert started.status_code == 200, started.text
@@ -163,11 +163,11 @@ async def test_start_queues_pending_trials_in_run_order(api, redis_url):
     assert started.json()["progress"]["queued"] == 14
     trials = (await api.get(f"/experiments/{created['id']}/trials")).json()
     assert all(t["status"] == "queued" and t["queued_at"] for t in trials)
-    assert broker.llen(TRIALS_QUEUE) == 14
+    assert broker.llen(trial_queue("simulated")) == 14
     # A second start finds nothing pending and sends nothing more.
     await api.post(f"/experiments/{created['id']}/start")
-    assert broker.llen(TRIALS_QUEUE) == 14
-    broker.delete(TRIALS_QUEUE)
+    assert broker.llen(trial_queue("simulated")) == 14
+    broker.delete(trial_queue("simulated"))
 
     cancelled = (await api.post(f"/experiments/{created['id']}/cancel")).json()
     assert cancelled["status"] == "cancelled" and cancelled["progress"]["cancelled"] == 14

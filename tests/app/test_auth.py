@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
 from app.keys import create_key, list_keys, revoke_key
-from app.queue import TRIALS_QUEUE
+from app.queue import trial_queue
 from app.services.api_keys import Role, hash_token
 from tests.conftest import KeyMaker
 
@@ -174,7 +174,7 @@ async def test_a_retried_start_with_an_idempotency_key_sends_nothing_twice(
     api: AsyncClient, redis_url: str
 ):
     broker = redis.Redis.from_url(redis_url)
-    broker.delete(TRIALS_QUEUE)
+    broker.delete(trial_queue("simulated"))
     created = (await api.post("/experiments", json=SIMULATED)).json()
     path = f"/experiments/{created['id']}/start"
     headers = {"Idempotency-Key": "start-once"}
@@ -183,8 +183,8 @@ async def test_a_retried_start_with_an_idempotency_key_sends_nothing_twice(
     assert first.status_code == again.status_code == 200
     assert again.headers["idempotent-replayed"] == "true"
     assert first.json()["progress"]["queued"] == 3
-    assert broker.llen(TRIALS_QUEUE) == 3
-    broker.delete(TRIALS_QUEUE)
+    assert broker.llen(trial_queue("simulated")) == 3
+    broker.delete(trial_queue("simulated"))
 
 
 async def test_a_bad_idempotency_key_is_422_naming_the_header(api: AsyncClient):

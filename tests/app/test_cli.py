@@ -397,6 +397,15 @@ def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path: Path):
     assert line.startswith("error: invalid API URL 'ftp://example.org'"), line
 
 
+def test_a_worker_takes_the_queues_of_the_targets_it_is_given(tmp_path: Path):
+    argv = worker_command("INFO", ["lab", "galera"])
+    assert argv[argv.index("-Q") + 1] == "trials.lab,trials.galera"
+    assert "-Q" not in worker_command("INFO")  # every runnable target of its targets file
+    line = one_error_line(run("worker", "--target", "manual", "--target", "nowhere"), 2)
+    assert line.startswith("error: --target manual, nowhere: not a runnable target"), line
+    assert "runnable: lab, simulated" in line
+
+
 def test_a_missing_or_invalid_yaml_file_is_one_line_and_exit_2(tmp_path: Path):
     url = f"http://127.0.0.1:{free_port()}"  # the file is read before the API is called
     missing = tmp_path / "missing.yaml"

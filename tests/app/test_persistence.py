@@ -25,7 +25,7 @@ from app.db.migrate import (
 )
 from app.db.models import Base, Experiment, Optimization, Suggestion, Trial, utcnow
 from app.db.session import Database
-from app.queue import ADVANCE_OPTIMIZATION_TASK, TRIALS_QUEUE, TaskQueue
+from app.queue import ADVANCE_OPTIMIZATION_TASK, TaskQueue, trial_queue
 from app.services import trial_runs
 from app.statuses import Failure, TrialStatus
 from tests.conftest import mariadb
@@ -314,7 +314,7 @@ async def test_the_reaper_asks_again_for_the_round_of_a_loop_whose_message_was_l
             session, queue=TaskQueue(redis_url), max_attempts=2, resend_after=timedelta(minutes=2)
         )
         assert stalled.id not in later.advanced
-    messages = [json.loads(m) for m in broker.lrange(TRIALS_QUEUE, 0, -1)]
+    messages = [json.loads(m) for m in broker.lrange(trial_queue("simulated"), 0, -1)]
     asked = [m for m in messages if m["headers"]["task"] == ADVANCE_OPTIMIZATION_TASK]
     assert [m["headers"]["argsrepr"] for m in asked].count(f"[{stalled.id}]") == 1
-    broker.delete(TRIALS_QUEUE)
+    broker.delete(trial_queue("simulated"))

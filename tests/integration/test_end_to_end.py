@@ -14,7 +14,7 @@ from celery import Celery
 from app.client import Client
 from app.config import Settings
 from app.processes import wait_until
-from app.queue import RUN_TRIAL_TASK, TRIALS_QUEUE
+from app.queue import RUN_TRIAL_TASK, trial_queue
 
 pytestmark = pytest.mark.integration
 
@@ -73,10 +73,10 @@ def test_a_trial_delivered_twice_runs_once(service: Client, settings: Settings):
     order = sorted(created["trials"], key=lambda t: t["run_order"])
     sender = Celery(broker=settings.broker_url)
     for trial in (order[0], order[-1], order[0]):
-        sender.send_task(RUN_TRIAL_TASK, args=[trial["id"]], queue=TRIALS_QUEUE)
+        sender.send_task(RUN_TRIAL_TASK, args=[trial["id"]], queue=trial_queue("simulated"))
     done = wait_for_status(service, created["id"], "completed")
     broker = redis.Redis.from_url(settings.broker_url)
-    assert wait_until(lambda: broker.llen(TRIALS_QUEUE) == 0, timeout=30)
+    assert wait_until(lambda: broker.llen(trial_queue("simulated")) == 0, timeout=30)
     time.sleep(0.5)
     trials = service.trials(created["id"])
     assert [t["attempts"] for t in trials] == [1] * len(trials)

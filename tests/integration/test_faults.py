@@ -20,7 +20,7 @@ import yaml
 from app.client import Client
 from app.keys import create_key
 from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
-from app.queue import TaskQueue
+from app.queue import TaskQueue, trial_queue
 
 pytestmark = pytest.mark.integration
 
@@ -183,13 +183,13 @@ def test_queued_trials_survive_a_broker_restart(stack: Stack):
     created = stack.client.create_experiment(SPEC)
     stack.client.start(created["id"])
     broker = redis.Redis(port=stack.redis_port)
-    assert broker.llen("trials") == 4
+    assert broker.llen(trial_queue("slow")) == 4
     assert stack.redis is not None
     stack.redis.kill()  # no persistence: the messages die with it
     stack.start_redis()
-    assert broker.llen("trials") == 0
+    assert broker.llen(trial_queue("slow")) == 0
     # The reaper finds queued trials without a message and sends them again.
-    assert wait_until(lambda: broker.llen("trials") == 4, timeout=30), stack.api.tail()
+    assert wait_until(lambda: broker.llen(trial_queue("slow")) == 4, timeout=30), stack.api.tail()
     stack.start_worker()
     done = wait_completed(stack.client, created["id"], timeout=120)
     assert done["progress"]["succeeded"] == 4
@@ -205,7 +205,8 @@ def test_a_trial_delivered_twice_runs_once(stack: Stack):
     stack.client.start(created["id"])
     # The same trial a second time, while the first message is still there or running: each
     # idle worker takes one of the two.
-    asyncio.run(TaskQueue(stack.env["GALERA_DOE_BROKER_URL"]).enqueue_trials([trial_id]))
+    queue = TaskQueue(stack.env["GALERA_DOE_BROKER_URL"])
+    asyncio.run(queue.enqueue_trials([trial_id], target="slow"))
 
     wait_completed(stack.client, created["id"], timeout=60)
     outcome = re.compile(rf"trial {trial_id} outcome: (\w+)")

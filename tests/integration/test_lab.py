@@ -15,14 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 import yaml
 
 from app.client import Client
 from app.config import Settings
 from app.processes import running_service
-from app.queue import TRIALS_QUEUE
 from app.targets import MEASURED_RESPONSES
+from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
 from worker import galera, sysbench
@@ -101,7 +100,7 @@ def service(
     }
     targets_file = directory / "targets.yaml"
     targets_file.write_text(yaml.safe_dump(targets))
-    redis.Redis.from_url(settings.broker_url).delete(TRIALS_QUEUE)
+    clear_trial_queues(settings.broker_url)
     env = os.environ | {
         "GALERA_DOE_DATABASE_URL": settings.database_url,
         "GALERA_DOE_BROKER_URL": settings.broker_url,
