@@ -7,6 +7,7 @@ developer runs; the same cluster is also declared as an `external` target.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import secrets
 import shutil
@@ -67,15 +68,21 @@ def settings(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settin
 
 
 @pytest.fixture(scope="module")
+def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the service's targets file and its API and worker logs are."""
+    return tmp_path_factory.mktemp("lab-service")
+
+
+@pytest.fixture(scope="module")
 def service(
     settings: Settings,
     layout: galera.LabLayout,
     cluster: galera.LabCluster,
-    tmp_path_factory: pytest.TempPathFactory,
+    service_dir: Path,
 ) -> Iterator[Client]:
     """API and worker whose targets are the lab (adopting the running cluster) and the same
     nodes declared as an external cluster."""
-    directory = tmp_path_factory.mktemp("lab-service")
+    directory = service_dir
     lab_settings = {
         "base_dir": str(layout.base_dir),
         "client_port_base": layout.client_port_base,
@@ -261,3 +268,26 @@ def test_a_variable_one_experiment_set_is_set_back_for_the_next(
     _, done = run_to_completion(service, other, timeout=300)
     assert done["progress"]["succeeded"] == 1
     assert max_connect_errors() == {original}
+
+
+def test_the_cluster_password_never_reaches_the_api_the_logs_or_the_raw_output(
+    service: Client, cluster: galera.LabCluster, service_dir: Path
+):
+    spec = {
+        "name": "external: one run",
+        "target": "external-it",
+        "factors": [{"name": "nodes", "kind": "integer", "levels": [2]}],
+        "design": {"kind": "full_factorial"},
+        "objective": {"response": "tps"},
+    }
+    created, done = run_to_completion(service, spec, timeout=300)
+    assert done["progress"]["succeeded"] == 1
+    (trial,) = service.trials(created["id"])
+    answers = [service.targets(), service.experiment(created["id"]), service.trial(trial["id"])]
+    assert "SQL statistics" in answers[2]["raw_output"]
+    password = cluster.credentials.password
+    assert len(password) >= 12
+    for answer in answers:
+        assert password not in json.dumps(answer)
+    for log in ("api.log", "worker.log"):
+        assert password not in (service_dir / log).read_text(errors="replace"), log
