@@ -66,7 +66,9 @@ HEALTH_STATUS = (
 )
 # Server errors that mean "this variable or value cannot be set", not "the cluster is broken":
 # unknown variable, session-only, wrong value, wrong type, read-only (two codes).
-_VARIABLE_ERRORS = frozenset({1193, 1228, 1231, 1232, 1238, 1621})
+# The server refuses the variable or the value (unknown, read-only, wrong type or scope, not
+# allowed); 1227: the account lacks the privilege, which no retry will give it.
+_VARIABLE_ERRORS = frozenset({1193, 1227, 1228, 1231, 1232, 1238, 1621})
 _BOOLEAN_WORDS = {"ON": 1, "TRUE": 1, "YES": 1, "OFF": 0, "FALSE": 0, "NO": 0}
 _SIZE = re.compile(r"^[1-9][0-9]*[KMG]?$")
 _POLL_S = 0.2

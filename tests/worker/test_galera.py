@@ -147,6 +147,20 @@ def test_set_globals_sets_every_node_and_refuses_bad_names(lab: LabCluster):
     set_globals(nodes, credentials, {"wsrep_slave_threads": 1})
 
 
+def test_a_variable_the_account_may_not_set_is_refused_not_retried(lab: LabCluster):
+    lab.resize(1)
+    (node,) = lab.nodes()
+    weak = Credentials("galera_doe_weak", "weak-password-1")
+    with connect(node, lab.credentials) as connection:
+        cursor = connection.cursor()
+        cursor.execute(
+            f"CREATE USER IF NOT EXISTS {weak.user}@'%%' IDENTIFIED BY %s", (weak.password,)
+        )
+        cursor.execute(f"GRANT SELECT ON *.* TO {weak.user}@'%'")
+    with pytest.raises(VariableError, match="refused by"):
+        set_globals([node], weak, {"max_connect_errors": 123})
+
+
 def test_a_second_object_adopts_the_running_nodes(lab: LabCluster, layout: LabLayout):
     lab.resize(3)
     other = LabCluster(layout)
