@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from typing import Annotated, Any
 
-from fastapi import Depends, Header, HTTPException, Path, Request, status
+from fastapi import Depends, Header, HTTPException, Path, Request, Response, status
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.config import Settings
@@ -69,16 +70,37 @@ def _unauthorized(message: str) -> HTTPException:
 
 
 async def current_principal(
+    request: Request,
     session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """The owner of the request's API key; 401 without a valid, unrevoked one."""
+    known: Principal | None = getattr(request.state, "principal", None)
+    if known is not None:
+        return known  # checked by KeyFirstRoute before the body was read
     if credentials is None:
         raise _unauthorized("an API key is required: send the header Authorization: Bearer <key>")
     principal = await api_keys.authenticate(session, token=credentials.credentials)
     if principal is None:
         raise _unauthorized("the API key is not valid or was revoked")
+    request.state.principal = principal
     return principal
+
+
+class KeyFirstRoute(APIRoute):
+    """A route that checks the API key before FastAPI reads the body: a request without a
+    valid key is 401 whatever it sends (a body that is not JSON included), not 400 or 422."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def key_first(request: Request) -> Response:
+            credentials = await _bearer(request)
+            async with get_database(request).session() as session:
+                await current_principal(request, session, credentials)
+            return await handler(request)
+
+        return key_first
 
 
 CurrentKey = Annotated[Principal, Depends(current_principal)]

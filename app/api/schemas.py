@@ -9,6 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Value = int | float | str
 
+# Numbers a client sends are finite and at most 1e15 in size: far beyond any benchmark setting
+# or result, and small enough that fits, plots and suggestions never overflow.
+MAX_MAGNITUDE = 10**15
+Number = Annotated[float, Field(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, le=MAX_MAGNITUDE, allow_inf_nan=False)]
+Name = Annotated[str, Field(max_length=64)]
+# A factor value as sent: a bounded whole number, a bounded number, or a category name.
+ValueIn = Annotated[int, Field(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)] | Number | Name
+
 
 Constraint = Annotated[
     str,
@@ -21,10 +30,45 @@ Constraint = Annotated[
 ]
 
 
-class Strict(BaseModel):
-    """Unknown fields are an error, so a typo never passes silently."""
+class ErrorOut(BaseModel):
+    """An error answered in one sentence that names what was wrong."""
 
-    model_config = ConfigDict(extra="forbid")
+    detail: str
+
+
+_ERRORS: dict[int, str] = {
+    400: "the body could not be read at all (e.g. it is not UTF-8 text)",
+    401: "no API key, or one that is not valid or was revoked (`WWW-Authenticate: Bearer`)",
+    404: "no such experiment, trial or suggestion, or one the key's owner may not see",
+    409: "the experiment's state forbids it (e.g. cancelled, a manual target, already running)",
+    413: "the request body is larger than GALERA_DOE_MAX_BODY_BYTES (default 1 MiB)",
+    503: "the database or the broker is unreachable; retry shortly",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` documenting the plain errors (`{"detail": "..."}`) a route answers;
+    422 (`detail` a list naming `loc` and `msg`) is documented by FastAPI itself."""
+    documented: dict[int | str, dict[str, Any]] = {}
+    for code in codes:
+        documented[code] = {"model": ErrorOut, "description": _ERRORS[code]}
+        if code == 401:
+            documented[code]["headers"] = {
+                "WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}
+            }
+    return documented
+
+
+# What every route behind an API key may answer besides its own outcomes.
+KEYED_RESPONSES = error_responses(401, 503)
+
+
+class Strict(BaseModel):
+    """Unknown fields are an error, so a typo never passes silently; every value must have
+    its documented JSON type (no `true` for a number, no `"3"` for an integer); NaN and
+    Infinity (which Python's JSON reader accepts) are refused in every number."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class FactorIn(Strict):
@@ -32,9 +76,9 @@ class FactorIn(Strict):
 
     name: str = Field(max_length=64, examples=["nodes"])
     kind: Literal["continuous", "integer", "categorical"] = "continuous"
-    low: float | None = None
-    high: float | None = None
-    levels: list[Value] | None = Field(default=None, max_length=50)
+    low: Number | None = None
+    high: Number | None = None
+    levels: list[ValueIn] | None = Field(default=None, max_length=50)
     unit: str = Field(default="", max_length=32)
     scale: Literal["linear", "log2"] = "linear"
     hard_to_change: bool = False
@@ -54,7 +98,9 @@ class DesignIn(Strict):
         default=None, description="run count (fractional, Plackett-Burman, LHS, D-optimal)"
     )
     ccd_type: str = Field(default="circumscribed", max_length=20)
-    alpha: str | float = Field(default="rotatable", description="rotatable, orthogonal or a number")
+    alpha: Annotated[str, Field(max_length=20)] | Number = Field(
+        default="rotatable", description="rotatable, orthogonal or a number"
+    )
     model: str | None = Field(
         default=None, max_length=20, description="linear, interaction or quadratic"
     )
@@ -72,8 +118,8 @@ class ResponseBoundIn(Strict):
     """A limit another response must respect at the optimum, e.g. latency_p95_ms at most 50."""
 
     response: str = Field(max_length=64, examples=["latency_p95_ms"])
-    min: float | None = None
-    max: float | None = Field(default=None, examples=[50])
+    min: Number | None = None
+    max: Number | None = Field(default=None, examples=[50])
 
 
 class DesirabilityIn(Strict):
@@ -83,11 +129,11 @@ class DesirabilityIn(Strict):
 
     response: str = Field(max_length=64, examples=["tps"])
     goal: Literal["maximize", "minimize", "target"] = "maximize"
-    low: float
-    high: float
-    target: float | None = None
-    weight: float = 1.0
-    importance: float = 1.0
+    low: Number
+    high: Number
+    target: Number | None = None
+    weight: Positive = 1.0
+    importance: Positive = 1.0
 
 
 class ObjectiveIn(Strict):
@@ -100,9 +146,32 @@ class ObjectiveIn(Strict):
     desirability: list[DesirabilityIn] = Field(default_factory=list, max_length=10)
 
 
+EXAMPLE_FACTORS = [
+    {"name": "nodes", "kind": "integer", "low": 1, "high": 5, "hard_to_change": True},
+    {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+]
+EXAMPLE_OBSERVATION = {
+    "config": {"nodes": 3, "threads_per_client": 16},
+    "responses": {"tps": 1480.5, "latency_p95_ms": 14.2},
+}
+
+
 class ExperimentIn(Strict):
     """A new experiment. `design: null` plans nothing (e.g. to import observations)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "nodes and threads",
+                    "target": "simulated",
+                    "factors": EXAMPLE_FACTORS,
+                    "design": {"kind": "full_factorial", "levels": 3, "seed": 1},
+                    "objective": {"response": "tps", "goal": "maximize"},
+                }
+            ]
+        }
+    )
     name: str = Field(min_length=1, max_length=200)
     target: str = Field(max_length=100, examples=["simulated"])
     factors: list[FactorIn] = Field(min_length=1, max_length=30)
@@ -114,6 +183,13 @@ class ExperimentIn(Strict):
 class DesignPreviewIn(Strict):
     """A design to plan without storing anything (the target, if named, checks the factors)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"factors": EXAMPLE_FACTORS, "design": {"kind": "ccd"}, "target": "simulated"}
+            ]
+        }
+    )
     factors: list[FactorIn] = Field(min_length=1, max_length=30)
     design: DesignIn = Field(default_factory=DesignIn)
     constraints: list[Constraint] = Field(default_factory=list, max_length=20)
@@ -123,8 +199,9 @@ class DesignPreviewIn(Strict):
 class ObservationIn(Strict):
     """One result measured elsewhere: the configuration and what it gave."""
 
-    config: dict[str, Value]
-    responses: dict[str, float]
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_OBSERVATION]})
+    config: dict[Name, ValueIn] = Field(max_length=30)
+    responses: dict[Name, Number] = Field(max_length=50)
 
 
 class TrialOut(BaseModel):
@@ -336,6 +413,7 @@ class OptimizeIn(Strict):
     stop_when_expected_improvement_below: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_MAGNITUDE,
         description="stop when no configuration is expected to gain this much (objective units)",
     )
 

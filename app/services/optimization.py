@@ -11,6 +11,7 @@ however often `advance` is delivered.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 from collections.abc import Mapping
@@ -162,7 +163,8 @@ async def advance(
         return []
     seen = loop.rounds
     used = sum(t.optimization_id == loop.id for t in trials)
-    plan = _next(experiment, trials, loop, used)
+    # Planning fits a model (seconds on a large experiment): off the API's event loop.
+    plan = await asyncio.to_thread(_next, experiment, trials, loop, used)
     if not await repositories.claim_round(session, loop.id, seen=seen):
         await session.rollback()
         return []  # another delivery of this step planned the round

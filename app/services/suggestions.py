@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -132,7 +133,8 @@ async def propose(
     """The next configurations by `strategy`, stored as open suggestions; nothing runs."""
     experiment = await experiments.experiment_of(session, experiment_id)
     trials = await repositories.list_trials(session, experiment_id)
-    plan = plan_for(experiment, trials, strategy=strategy, count=count)
+    # Fitting the strategy's model takes seconds on a large experiment: off the event loop.
+    plan = await asyncio.to_thread(plan_for, experiment, trials, strategy=strategy, count=count)
     based_on = sum(t.status == TrialStatus.SUCCEEDED for t in trials)
     rows = stored(experiment, plan, based_on=based_on, optimization_id=None)
     session.add_all(rows)

@@ -7,14 +7,20 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse, Response
 
-from app.api.deps import OwnedExperimentId, SessionDep, SettingsDep, TargetsDep
-from app.api.schemas import DesignOut, DesignPointOut, DesignPreviewIn
+from app.api.deps import KeyFirstRoute, OwnedExperimentId, SessionDep, SettingsDep, TargetsDep
+from app.api.schemas import (
+    KEYED_RESPONSES,
+    DesignOut,
+    DesignPointOut,
+    DesignPreviewIn,
+    error_responses,
+)
 from app.services import designs
 
-router = APIRouter(tags=["designs"])
+router = APIRouter(tags=["designs"], responses=KEYED_RESPONSES, route_class=KeyFirstRoute)
 
 
-@router.post("/designs/preview")
+@router.post("/designs/preview", responses=error_responses(400, 413))
 async def preview_design(
     body: DesignPreviewIn, targets: TargetsDep, settings: SettingsDep
 ) -> DesignOut:
@@ -33,7 +39,7 @@ async def preview_design(
 @router.get(
     "/experiments/{experiment_id}/design",
     response_model=DesignOut,
-    responses={200: {"content": {"text/csv": {}}}},
+    responses={200: {"content": {"text/csv": {}}}} | error_responses(404),
 )
 async def get_design(
     experiment_id: OwnedExperimentId,

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Query, Response, status
 from app.api.deps import (
     CurrentKey,
     IdempotencyKey,
+    KeyFirstRoute,
     OwnedExperimentId,
     QueueDep,
     SessionDep,
@@ -17,18 +18,26 @@ from app.api.deps import (
 )
 from app.api.routes.suggestions import optimization_out
 from app.api.schemas import (
+    EXAMPLE_OBSERVATION,
+    KEYED_RESPONSES,
     AnalysisOut,
     ExperimentIn,
     ExperimentOut,
     ExperimentWithTrialsOut,
     ObservationIn,
     TrialOut,
+    error_responses,
 )
 from app.services import experiments, optimization
 from app.services.experiments import ExperimentDetail, NewExperiment
 from app.services.idempotency import Idempotency
 
-router = APIRouter(prefix="/experiments", tags=["experiments"])
+router = APIRouter(
+    prefix="/experiments",
+    tags=["experiments"],
+    responses=KEYED_RESPONSES,
+    route_class=KeyFirstRoute,
+)
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 
@@ -64,7 +73,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
     )
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(400, 413))
 async def create_experiment(
     body: ExperimentIn,
     session: SessionDep,
@@ -111,20 +120,20 @@ async def list_experiments(
     return [_out(d) for d in details]
 
 
-@router.get("/{experiment_id}")
+@router.get("/{experiment_id}", responses=error_responses(404))
 async def get_experiment(experiment_id: OwnedExperimentId, session: SessionDep) -> ExperimentOut:
     """One experiment with its progress and best result so far."""
     return _out(await experiments.get(session, experiment_id=experiment_id))
 
 
-@router.get("/{experiment_id}/trials")
+@router.get("/{experiment_id}/trials", responses=error_responses(404))
 async def list_trials(experiment_id: OwnedExperimentId, session: SessionDep) -> list[TrialOut]:
     """The experiment's trials in run order."""
     trials = await experiments.get_trials(session, experiment_id=experiment_id)
     return [TrialOut.model_validate(t) for t in trials]
 
 
-@router.post("/{experiment_id}/start")
+@router.post("/{experiment_id}/start", responses=error_responses(404, 409))
 async def start_experiment(
     experiment_id: OwnedExperimentId,
     session: SessionDep,
@@ -147,19 +156,25 @@ async def start_experiment(
     return _out(detail)
 
 
-@router.post("/{experiment_id}/cancel")
+@router.post("/{experiment_id}/cancel", responses=error_responses(404))
 async def cancel_experiment(experiment_id: OwnedExperimentId, session: SessionDep) -> ExperimentOut:
     """Cancel every trial that has not started yet."""
     return _out(await experiments.cancel(session, experiment_id=experiment_id))
 
 
-@router.post("/{experiment_id}/observations", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/{experiment_id}/observations",
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 404, 409, 413),
+)
 async def record_observations(
     experiment_id: OwnedExperimentId,
     session: SessionDep,
     queue: QueueDep,
     targets: TargetsDep,
-    observations: Annotated[list[ObservationIn], Body(max_length=1000)],
+    observations: Annotated[
+        list[ObservationIn], Body(min_length=1, max_length=1000, examples=[[EXAMPLE_OBSERVATION]])
+    ],
 ) -> list[TrialOut]:
     """Record results measured elsewhere (manual targets only); all or none are stored. A
     running optimization loop then plans its next round."""
@@ -176,7 +191,7 @@ async def record_observations(
     return recorded
 
 
-@router.get("/{experiment_id}/analysis")
+@router.get("/{experiment_id}/analysis", responses=error_responses(404))
 async def analyze_experiment(
     experiment_id: OwnedExperimentId,
     session: SessionDep,

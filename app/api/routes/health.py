@@ -11,7 +11,12 @@ from app.services import health
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+@router.get(
+    "/health",
+    responses={
+        503: {"model": HealthOut, "description": "the database or the broker does not answer"}
+    },
+)
 async def get_health(database: DatabaseDep, queue: QueueDep, response: Response) -> HealthOut:
     """200 when the database and the broker answer, 503 naming the one that does not."""
     result = await health.check(database=database, queue=queue)

@@ -7,12 +7,17 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from app.api.deps import OwnedExperimentId, SessionDep, TargetsDep
-from app.api.schemas import SurfaceOut
+from app.api.deps import KeyFirstRoute, OwnedExperimentId, SessionDep, TargetsDep
+from app.api.schemas import KEYED_RESPONSES, SurfaceOut, error_responses
 from app.services import plots
 from app.services.plots import PlotKind
 
-router = APIRouter(prefix="/experiments", tags=["plots"])
+router = APIRouter(
+    prefix="/experiments",
+    tags=["plots"],
+    responses=KEYED_RESPONSES | error_responses(404),
+    route_class=KeyFirstRoute,
+)
 
 FactorName = Annotated[str | None, Query(max_length=64, description="a factor of the experiment")]
 ResponseName = Annotated[

@@ -6,19 +6,26 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
-from app.api.deps import OwnedExperimentId, QueueDep, SessionDep, TargetsDep
+from app.api.deps import KeyFirstRoute, OwnedExperimentId, QueueDep, SessionDep, TargetsDep
 from app.api.schemas import (
+    KEYED_RESPONSES,
     OptimizationOut,
     OptimizeIn,
     PlanOut,
     SuggestionOut,
     SuggestionsIn,
     TrialOut,
+    error_responses,
 )
 from app.services import optimization, suggestions
 from app.services.experiments import LoopProgress
 
-router = APIRouter(prefix="/experiments", tags=["suggestions"])
+router = APIRouter(
+    prefix="/experiments",
+    tags=["suggestions"],
+    responses=KEYED_RESPONSES | error_responses(404),
+    route_class=KeyFirstRoute,
+)
 
 SuggestionId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
@@ -47,7 +54,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
     )
 
 
-@router.post("/{experiment_id}/suggestions")
+@router.post("/{experiment_id}/suggestions", responses=error_responses(400, 413))
 async def suggest_next(
     experiment_id: OwnedExperimentId, body: SuggestionsIn, session: SessionDep
 ) -> PlanOut:
@@ -76,7 +83,9 @@ async def list_suggestions(
 
 
 @router.post(
-    "/{experiment_id}/suggestions/{suggestion_id}/accept", status_code=status.HTTP_201_CREATED
+    "/{experiment_id}/suggestions/{suggestion_id}/accept",
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(409),
 )
 async def accept_suggestion(
     experiment_id: OwnedExperimentId,
@@ -96,7 +105,11 @@ async def accept_suggestion(
     return TrialOut.model_validate(trial)
 
 
-@router.post("/{experiment_id}/optimize", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/{experiment_id}/optimize",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(400, 409, 413),
+)
 async def optimize(
     experiment_id: OwnedExperimentId,
     body: OptimizeIn,

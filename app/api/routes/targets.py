@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import TargetsDep
-from app.api.schemas import TargetOut
+from app.api.deps import KeyFirstRoute, TargetsDep
+from app.api.schemas import KEYED_RESPONSES, TargetOut
 
-router = APIRouter(tags=["targets"])
+router = APIRouter(tags=["targets"], responses=KEYED_RESPONSES, route_class=KeyFirstRoute)
 
 
 @router.get("/targets")

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import OwnedTrialId, SessionDep
-from app.api.schemas import TrialDetailOut
+from app.api.deps import KeyFirstRoute, OwnedTrialId, SessionDep
+from app.api.schemas import KEYED_RESPONSES, TrialDetailOut, error_responses
 from app.services import experiments
 
-router = APIRouter(prefix="/trials", tags=["trials"])
+router = APIRouter(
+    prefix="/trials",
+    tags=["trials"],
+    responses=KEYED_RESPONSES | error_responses(404),
+    route_class=KeyFirstRoute,
+)
 
 
 @router.get("/{trial_id}")
