@@ -100,6 +100,7 @@ def test_cancel_stops_a_running_trial_and_frees_the_target(stack: Stack):
 # and a worker on it), with a Redis server of this module's own instead of the shared one.
 layout = test_lab.layout
 cluster = test_lab.cluster
+service_dir = test_lab.service_dir
 service = test_lab.service
 
 
