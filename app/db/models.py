@@ -86,7 +86,10 @@ class Trial(Base):
     """One run of the design, or one observation recorded from elsewhere."""
 
     __tablename__ = "trials"
-    __table_args__ = (Index("ix_trials_experiment_run_order", "experiment_id", "run_order"),)
+    __table_args__ = (
+        Index("ix_trials_experiment_run_order", "experiment_id", "run_order"),
+        Index("ix_trials_experiment_status", "experiment_id", "status"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     experiment_id: Mapped[int] = mapped_column(

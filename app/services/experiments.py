@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -136,7 +137,10 @@ async def create(
     )
     trials: list[Trial] = []
     if new.design is not None:
-        design = designs.planned(
+        # Planning is pure Python for tens of milliseconds: off the event loop, so the API
+        # answers other requests meanwhile.
+        design = await asyncio.to_thread(
+            designs.planned,
             space,
             design=new.design,
             constraints=new.constraints,
@@ -189,12 +193,14 @@ async def get_all(
     experiments = await repositories.list_experiments(
         session, owner=owner, limit=limit, offset=offset
     )
-    return [await _detail(session, experiment, with_trials=False) for experiment in experiments]
+    return await _summaries(session, experiments)
 
 
 async def _detail(
     session: AsyncSession, experiment: Experiment, with_trials: bool
 ) -> ExperimentDetail:
+    if not with_trials:
+        return (await _summaries(session, [experiment]))[0]
     trials = await repositories.list_trials(session, experiment.id)
     return ExperimentDetail(
         experiment=experiment,
@@ -202,8 +208,67 @@ async def _detail(
         best=_best(experiment, trials),
         timing=timing_of(trials, utcnow()),
         optimization=_loop(await repositories.latest_optimization(session, experiment.id), trials),
-        trials=trials if with_trials else [],
+        trials=trials,
     )
+
+
+async def _summaries(
+    session: AsyncSession, experiments: Sequence[Experiment]
+) -> list[ExperimentDetail]:
+    """The details of experiments without their trials, added up in the database: one query
+    for the whole page in the common case instead of loading every trial of every experiment
+    (one more per other objective on the page, for loops, and for an experiment with more
+    than two running trials)."""
+    if not experiments:
+        return []
+    objectives: dict[tuple[str, str], list[int]] = {}
+    for experiment in experiments:
+        key = (experiment.objective["response"], experiment.objective["goal"])
+        objectives.setdefault(key, []).append(experiment.id)
+    (response, goal), top_ids = next(iter(objectives.items()))
+    ids = [e.id for e in experiments]
+    overview = await repositories.overview_trials(
+        session, ids, top_ids=top_ids, response=response, maximize=goal == "maximize"
+    )
+    top = list(overview.top)
+    for (response, goal), more in list(objectives.items())[1:]:
+        top += await repositories.top_trials(
+            session, more, response=response, maximize=goal == "maximize"
+        )
+    summaries = overview.summaries
+    # A target runs one trial at a time: the summary has the starts of up to two running ones.
+    running = [
+        (s.experiment_id, start)
+        for s in summaries
+        if s.status == TrialStatus.RUNNING
+        for start in s.starts or []
+    ]
+    if any(s.status == TrialStatus.RUNNING and s.starts is None for s in summaries):
+        running = await repositories.running_trial_starts(session, ids)
+    loop_ids = list(overview.latest_loops.values())
+    loops = await repositories.get_optimizations(session, loop_ids)
+    used = await repositories.count_loop_trials(session, loop_ids)
+    bests = _bests(experiments, top)
+    now = utcnow()
+    details = []
+    for experiment in experiments:
+        own = [s for s in summaries if s.experiment_id == experiment.id]
+        starts = [start for owner, start in running if owner == experiment.id]
+        loop = loops.get(overview.latest_loops.get(experiment.id, 0))
+        details.append(
+            ExperimentDetail(
+                experiment=experiment,
+                progress=_progress_of(own),
+                best=bests.get(experiment.id),
+                timing=_timing(_run_times_of(own, starts), now),
+                optimization=(
+                    None
+                    if loop is None
+                    else LoopProgress(optimization=loop, trials_used=used.get(loop.id, 0))
+                ),
+            )
+        )
+    return details
 
 
 async def get_trials(session: AsyncSession, *, experiment_id: int) -> Sequence[Trial]:
@@ -639,33 +704,90 @@ def _progress(trials: Sequence[Trial]) -> dict[str, int]:
     return counts
 
 
+def _progress_of(summaries: Sequence[repositories.StatusSummary]) -> dict[str, int]:
+    """`_progress` from the database's counts by status."""
+    counts = {status.value: 0 for status in TrialStatus}
+    for summary in summaries:
+        counts[summary.status] += summary.count
+    counts["total"] = sum(s.count for s in summaries)
+    return counts
+
+
+FINISHED_STATUSES = (TrialStatus.SUCCEEDED, TrialStatus.FAILED)
+WAITING_STATUSES = (TrialStatus.PENDING, TrialStatus.QUEUED)
+MICROSECOND = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class _RunTimes:
+    """What the timing of an experiment needs from its trials: the first start and the last
+    finish of any trial, whether any is left to run, how many wait, the finished (succeeded or
+    failed) trials' count and total duration, and the starts of the running ones."""
+
+    first_start: datetime | None
+    last_finish: datetime | None
+    active: bool
+    waiting: int
+    finished: int
+    finished_us: int
+    running_starts: Sequence[datetime]
+
+
+def _run_times_of(
+    summaries: Sequence[repositories.StatusSummary], running_starts: Sequence[datetime]
+) -> _RunTimes:
+    starts = [s.first_started_at for s in summaries if s.first_started_at is not None]
+    finishes = [s.last_finished_at for s in summaries if s.last_finished_at is not None]
+    finished = [s for s in summaries if s.status in FINISHED_STATUSES]
+    return _RunTimes(
+        first_start=min(starts, default=None),
+        last_finish=max(finishes, default=None),
+        active=any(s.status in ACTIVE_STATUSES for s in summaries),
+        waiting=sum(s.count for s in summaries if s.status in WAITING_STATUSES),
+        finished=sum(s.timed for s in finished),
+        finished_us=sum(s.timed_us for s in finished),
+        running_starts=running_starts,
+    )
+
+
 def timing_of(trials: Sequence[Trial], now: datetime) -> Timing:
     """Elapsed and estimated remaining time of an experiment's trials at `now`; once no trial
     is left to run, the clock stops at the last finish."""
     starts = [t.started_at for t in trials if t.started_at is not None]
     finishes = [t.finished_at for t in trials if t.finished_at is not None]
-    active = any(t.status in ACTIVE_STATUSES for t in trials)
-    end = now if active or not finishes else max(finishes)
-    elapsed = (end - min(starts)).total_seconds() if starts else None
     durations = [
-        (t.finished_at - t.started_at).total_seconds()
+        (t.finished_at - t.started_at) // MICROSECOND
         for t in trials
-        if t.status in (TrialStatus.SUCCEEDED, TrialStatus.FAILED)
-        and t.started_at is not None
-        and t.finished_at is not None
+        if t.status in FINISHED_STATUSES and t.started_at is not None and t.finished_at is not None
     ]
-    if not durations:
+    times = _RunTimes(
+        first_start=min(starts, default=None),
+        last_finish=max(finishes, default=None),
+        active=any(t.status in ACTIVE_STATUSES for t in trials),
+        waiting=sum(t.status in WAITING_STATUSES for t in trials),
+        finished=len(durations),
+        finished_us=sum(durations),
+        running_starts=[
+            t.started_at
+            for t in trials
+            if t.status == TrialStatus.RUNNING and t.started_at is not None
+        ],
+    )
+    return _timing(times, now)
+
+
+def _timing(times: _RunTimes, now: datetime) -> Timing:
+    end = now if times.active or times.last_finish is None else times.last_finish
+    first = times.first_start
+    elapsed = None if first is None else (end - first).total_seconds()
+    if not times.finished:
         return Timing(
             elapsed_s=elapsed, mean_trial_s=None, remaining_s=None, estimated_finish_at=None
         )
-    mean = sum(durations) / len(durations)
-    waiting = sum(t.status in (TrialStatus.PENDING, TrialStatus.QUEUED) for t in trials)
-    running = [
-        max(mean - (now - t.started_at).total_seconds(), 0.0)
-        for t in trials
-        if t.status == TrialStatus.RUNNING and t.started_at is not None
-    ]
-    remaining = waiting * mean + sum(running)
+    # The mean of exact durations (integer microseconds, as the database adds them up).
+    mean = times.finished_us / 1e6 / times.finished
+    running = [max(mean - (now - start).total_seconds(), 0.0) for start in times.running_starts]
+    remaining = times.waiting * mean + sum(running)
     return Timing(
         elapsed_s=elapsed,
         mean_trial_s=mean,
@@ -686,3 +808,22 @@ def _best(experiment: Experiment, trials: Sequence[Trial]) -> Best | None:
     pick = max if goal == "maximize" else min
     value, trial = pick(scored, key=lambda pair: pair[0])
     return Best(trial_id=trial.id, value=value, config=trial.config)
+
+
+def _bests(experiments: Sequence[Experiment], top: Sequence[Any]) -> dict[int, Best]:
+    """`_best` of each experiment from the database's pick of its top trial for its objective
+    and any trial whose responses only Python could read (see `repositories.top_trials`):
+    the same choice as `_best` over every trial in run order."""
+    objectives = {e.id: (e.objective["response"], e.objective["goal"]) for e in experiments}
+    candidates: dict[int, list[Any]] = {}
+    for row in sorted(top, key=lambda r: (r.run_order, r.id)):
+        candidates.setdefault(row.experiment_id, []).append(row)
+    bests: dict[int, Best] = {}
+    for experiment_id, trials in candidates.items():
+        response, goal = objectives[experiment_id]
+        scored = [(v, t) for t in trials if (v := _value(t, response)) is not None]
+        if scored:
+            pick = max if goal == "maximize" else min
+            value, trial = pick(scored, key=lambda pair: pair[0])
+            bests[experiment_id] = Best(trial_id=trial.id, value=value, config=trial.config)
+    return bests
