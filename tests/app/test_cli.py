@@ -29,19 +29,10 @@ from app.config import Settings
 from app.keys import create_key
 from app.main import create_app
 from app.processes import ChildProcess, free_port, wait_until, worker_command
+from tests.app.test_api import MANUAL
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "quickstart.yaml"
 CLI_REDIS_DB = 12  # the module's own: its worker takes no other test's trial ids
-MANUAL = {
-    "name": "published study",
-    "target": "manual",
-    "factors": [
-        {"name": "galera_nodes", "kind": "integer", "low": 1, "high": 9},
-        {"name": "total_connections", "kind": "integer", "low": 8, "high": 160},
-    ],
-    "design": None,
-    "objective": {"response": "tps"},
-}
 LOOP = {
     "name": "closed loop",
     "target": "simulated",
