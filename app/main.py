@@ -21,6 +21,7 @@ from app.db.migrate import ensure_schema
 from app.db.session import Database
 from app.queue import TaskQueue
 from app.reaper import reap_forever
+from app.services.tallies import TallyCache
 from app.targets import load_targets
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.targets = load_targets(settings.targets_file)
         app.state.database = Database(settings.database_url)
         app.state.queue = TaskQueue(settings.broker_url)
+        app.state.tallies = TallyCache()
         await ensure_schema(app.state.database)
         reaper = (
             asyncio.create_task(reap_forever(app.state.database, app.state.queue, settings))

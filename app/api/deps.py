@@ -14,6 +14,7 @@ from app.db.session import AsyncSession, Database
 from app.queue import TaskQueue
 from app.services import api_keys, experiments
 from app.services.api_keys import Principal
+from app.services.tallies import TallyCache
 from app.targets import TargetSpec
 
 
@@ -24,7 +25,12 @@ def get_database(request: Request) -> Database:
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    """One session per request, closed (and rolled back if uncommitted) at its end."""
+    """One session per request, closed (and rolled back if uncommitted) at its end: on a
+    keyed route the one `KeyFirstRoute` checked the key in."""
+    opened: AsyncSession | None = getattr(request.state, "session", None)
+    if opened is not None:
+        yield opened
+        return
     async with get_database(request).session() as session:
         yield session
 
@@ -41,6 +47,12 @@ def get_targets(request: Request) -> Mapping[str, TargetSpec]:
     return targets
 
 
+def get_tallies(request: Request) -> TallyCache:
+    """What the experiments' trials add up to, kept by this process per trials revision."""
+    cache: TallyCache = request.app.state.tallies
+    return cache
+
+
 def get_settings(request: Request) -> Settings:
     """The settings the app was started with."""
     settings: Settings = request.app.state.settings
@@ -52,6 +64,7 @@ DatabaseDep = Annotated[Database, Depends(get_database)]
 QueueDep = Annotated[TaskQueue, Depends(get_queue)]
 TargetsDep = Annotated[Mapping[str, TargetSpec], Depends(get_targets)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+TalliesDep = Annotated[TallyCache, Depends(get_tallies)]
 
 # Ids are 32-bit database integers: anything larger can name nothing and must not reach a driver.
 ExperimentId = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -89,7 +102,8 @@ async def current_principal(
 
 class KeyFirstRoute(APIRoute):
     """A route that checks the API key before FastAPI reads the body: a request without a
-    valid key is 401 whatever it sends (a body that is not JSON included), not 400 or 422."""
+    valid key is 401 whatever it sends (a body that is not JSON included), not 400 or 422.
+    The key is checked in the request's session, which the route then goes on with."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -98,7 +112,8 @@ class KeyFirstRoute(APIRoute):
             credentials = await _bearer(request)
             async with get_database(request).session() as session:
                 await current_principal(request, session, credentials)
-            return await handler(request)
+                request.state.session = session
+                return await handler(request)
 
         return key_first
 
@@ -110,7 +125,7 @@ async def owned_experiment(
     experiment_id: ExperimentId, session: SessionDep, viewer: CurrentKey
 ) -> int:
     """The experiment id of the path, 404 unless the key's owner (or an admin) may see it."""
-    await experiments.check_visible(session, experiment_id=experiment_id, viewer=viewer)
+    await experiments.visible_experiment(session, experiment_id=experiment_id, viewer=viewer)
     return experiment_id
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
@@ -80,6 +81,10 @@ class Experiment(Base):
     owner: Mapped[str | None] = mapped_column(String(100), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+    # 0 when made, then counted up only by database triggers, on every change of the
+    # experiment's trials and every new loop (migration 0007): it keys the cache of what the
+    # trials add up to.
+    trials_revision: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class Trial(Base):

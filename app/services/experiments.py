@@ -9,17 +9,19 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
 from app.db.models import Experiment, Optimization, Trial, utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
-from app.services import designs
+from app.services import designs, tallies
 from app.services import idempotency as idempotent
 from app.services.api_keys import Principal
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.services.idempotency import Idempotency
+from app.services.tallies import TallyCache
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments import analysis
@@ -135,7 +137,7 @@ async def create(
         status=ExperimentStatus.PLANNED,
         owner=new.owner,
     )
-    trials: list[Trial] = []
+    design = None
     if new.design is not None:
         # Planning is pure Python for tens of milliseconds: off the event loop, so the API
         # answers other requests meanwhile.
@@ -148,14 +150,12 @@ async def create(
         )
         experiment.design_notes = [*target_notes, *design.notes]
         experiment.design_report = designs.report_of(design)
-        trials = designs.trials_of(design)
     else:
         parse_constraints(new.constraints, space)
     session.add(experiment)
     await session.flush()
-    for trial in trials:
-        trial.experiment_id = experiment.id
-    session.add_all(trials)
+    if design is not None and design.points:
+        await session.execute(insert(Trial), designs.trial_rows(design, experiment.id))
     if idempotency is not None:
         idempotent.remember(
             session,
@@ -185,15 +185,30 @@ async def get(
     return await _detail(session, await experiment_of(session, experiment_id), with_trials)
 
 
+async def view(
+    session: AsyncSession, *, experiment_id: int, viewer: Principal, cache: TallyCache
+) -> ExperimentDetail:
+    """One experiment as a status poll sees it, 404 unless `viewer` may see it: its row read
+    once, and what its trials add up to from `cache` while they have not changed."""
+    experiment = await visible_experiment(session, experiment_id=experiment_id, viewer=viewer)
+    return (await _summaries(session, [experiment], cache))[0]
+
+
 async def get_all(
-    session: AsyncSession, *, viewer: Principal, limit: int, offset: int
+    session: AsyncSession,
+    *,
+    viewer: Principal,
+    limit: int,
+    offset: int,
+    cache: TallyCache | None = None,
 ) -> list[ExperimentDetail]:
-    """The experiments `viewer` may see, newest first, with their progress."""
+    """The experiments `viewer` may see, newest first, with their progress (what their
+    trials add up to from `cache` while they have not changed)."""
     owner = None if viewer.admin else viewer.owner
     experiments = await repositories.list_experiments(
         session, owner=owner, limit=limit, offset=offset
     )
-    return await _summaries(session, experiments)
+    return await _summaries(session, experiments, cache)
 
 
 async def _detail(
@@ -213,68 +228,45 @@ async def _detail(
 
 
 async def _summaries(
-    session: AsyncSession, experiments: Sequence[Experiment]
+    session: AsyncSession, experiments: Sequence[Experiment], cache: TallyCache | None = None
 ) -> list[ExperimentDetail]:
-    """The details of experiments without their trials, added up in the database: one query
-    for the whole page in the common case instead of loading every trial of every experiment
-    (one more per other objective on the page, for loops, and for an experiment with more
-    than two running trials)."""
+    """The details of experiments without their trials, from what their trials add up to
+    (see `tallies.tallies`); each loop is read afresh (its status changes on its own)."""
     if not experiments:
         return []
-    objectives: dict[tuple[str, str], list[int]] = {}
-    for experiment in experiments:
-        key = (experiment.objective["response"], experiment.objective["goal"])
-        objectives.setdefault(key, []).append(experiment.id)
-    (response, goal), top_ids = next(iter(objectives.items()))
-    ids = [e.id for e in experiments]
-    overview = await repositories.overview_trials(
-        session, ids, top_ids=top_ids, response=response, maximize=goal == "maximize"
+    counted = await tallies.tallies(session, experiments, cache)
+    loops = await repositories.get_optimizations(
+        session, [t.latest_loop for t in counted.values() if t.latest_loop is not None]
     )
-    top = list(overview.top)
-    for (response, goal), more in list(objectives.items())[1:]:
-        top += await repositories.top_trials(
-            session, more, response=response, maximize=goal == "maximize"
-        )
-    summaries = overview.summaries
-    # A target runs one trial at a time: the summary has the starts of up to two running ones.
-    running = [
-        (s.experiment_id, start)
-        for s in summaries
-        if s.status == TrialStatus.RUNNING
-        for start in s.starts or []
-    ]
-    if any(s.status == TrialStatus.RUNNING and s.starts is None for s in summaries):
-        running = await repositories.running_trial_starts(session, ids)
-    loop_ids = list(overview.latest_loops.values())
-    loops = await repositories.get_optimizations(session, loop_ids)
-    used = await repositories.count_loop_trials(session, loop_ids)
-    bests = _bests(experiments, top)
+    bests = _bests(experiments, [row for t in counted.values() for row in t.top])
     now = utcnow()
     details = []
     for experiment in experiments:
-        own = [s for s in summaries if s.experiment_id == experiment.id]
-        starts = [start for owner, start in running if owner == experiment.id]
-        loop = loops.get(overview.latest_loops.get(experiment.id, 0))
+        tally = counted[experiment.id]
+        loop = loops.get(tally.latest_loop or 0)
         details.append(
             ExperimentDetail(
                 experiment=experiment,
-                progress=_progress_of(own),
+                progress=_progress_of(tally.summaries),
                 best=bests.get(experiment.id),
-                timing=_timing(_run_times_of(own, starts), now),
+                timing=_timing(_run_times_of(tally.summaries, tally.running_starts), now),
                 optimization=(
                     None
                     if loop is None
-                    else LoopProgress(optimization=loop, trials_used=used.get(loop.id, 0))
+                    else LoopProgress(optimization=loop, trials_used=tally.loop_trials)
                 ),
             )
         )
     return details
 
 
-async def get_trials(session: AsyncSession, *, experiment_id: int) -> Sequence[Trial]:
-    """An experiment's trials in run order."""
-    await experiment_of(session, experiment_id)
-    return await repositories.list_trials(session, experiment_id)
+async def get_trials(
+    session: AsyncSession, *, experiment_id: int, viewer: Principal
+) -> Sequence[Trial]:
+    """An experiment's trials in run order, without their raw output; 404 unless `viewer`
+    may see the experiment."""
+    await visible_experiment(session, experiment_id=experiment_id, viewer=viewer)
+    return await repositories.list_trials(session, experiment_id, raw_output=False)
 
 
 async def get_trial(session: AsyncSession, *, trial_id: int) -> Trial:
@@ -576,12 +568,16 @@ async def analyze(
     )
 
 
-async def check_visible(session: AsyncSession, *, experiment_id: int, viewer: Principal) -> None:
-    """NotFoundError unless the experiment exists and `viewer` may see it: another owner's
-    experiment is answered exactly like a missing one, so its existence leaks nothing."""
+async def visible_experiment(
+    session: AsyncSession, *, experiment_id: int, viewer: Principal
+) -> Experiment:
+    """The experiment, read afresh; NotFoundError unless it exists and `viewer` may see it:
+    another owner's experiment is answered exactly like a missing one, so its existence leaks
+    nothing."""
     experiment = await repositories.get_experiment(session, experiment_id)
     if experiment is None or not viewer.sees(experiment.owner):
         raise NotFoundError("experiment", experiment_id)
+    return experiment
 
 
 async def check_trial_visible(session: AsyncSession, *, trial_id: int, viewer: Principal) -> None:

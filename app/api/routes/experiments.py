@@ -8,12 +8,14 @@ from fastapi import APIRouter, Body, Query, Response, status
 
 from app.api.deps import (
     CurrentKey,
+    ExperimentId,
     IdempotencyKey,
     KeyFirstRoute,
     OwnedExperimentId,
     QueueDep,
     SessionDep,
     SettingsDep,
+    TalliesDep,
     TargetsDep,
 )
 from app.api.routes.suggestions import optimization_out
@@ -112,24 +114,33 @@ async def create_experiment(
 async def list_experiments(
     session: SessionDep,
     viewer: CurrentKey,
+    tallies: TalliesDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> list[ExperimentOut]:
     """The key owner's experiments (an admin's key: everybody's), newest first."""
-    details = await experiments.get_all(session, viewer=viewer, limit=limit, offset=offset)
+    details = await experiments.get_all(
+        session, viewer=viewer, limit=limit, offset=offset, cache=tallies
+    )
     return [_out(d) for d in details]
 
 
 @router.get("/{experiment_id}", responses=error_responses(404))
-async def get_experiment(experiment_id: OwnedExperimentId, session: SessionDep) -> ExperimentOut:
+async def get_experiment(
+    experiment_id: ExperimentId, session: SessionDep, viewer: CurrentKey, tallies: TalliesDep
+) -> ExperimentOut:
     """One experiment with its progress and best result so far."""
-    return _out(await experiments.get(session, experiment_id=experiment_id))
+    return _out(
+        await experiments.view(session, experiment_id=experiment_id, viewer=viewer, cache=tallies)
+    )
 
 
 @router.get("/{experiment_id}/trials", responses=error_responses(404))
-async def list_trials(experiment_id: OwnedExperimentId, session: SessionDep) -> list[TrialOut]:
+async def list_trials(
+    experiment_id: ExperimentId, session: SessionDep, viewer: CurrentKey
+) -> list[TrialOut]:
     """The experiment's trials in run order."""
-    trials = await experiments.get_trials(session, experiment_id=experiment_id)
+    trials = await experiments.get_trials(session, experiment_id=experiment_id, viewer=viewer)
     return [TrialOut.model_validate(t) for t in trials]
 
 
