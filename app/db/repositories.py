@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import defer
 from sqlalchemy.sql.functions import FunctionElement
 
 from app.db.models import Experiment, Optimization, Suggestion, TargetLease, Trial, utcnow
@@ -69,12 +70,19 @@ async def get_trial(session: AsyncSession, trial_id: int) -> Trial | None:
 
 
 async def list_trials(
-    session: AsyncSession, experiment_id: int, *, status: str | None = None
+    session: AsyncSession,
+    experiment_id: int,
+    *,
+    status: str | None = None,
+    raw_output: bool = True,
 ) -> Sequence[Trial]:
-    """An experiment's trials in run order, optionally of one status."""
+    """An experiment's trials in run order, optionally of one status; without `raw_output`
+    that column is not read (the trials' raw output must then not be used)."""
     query = select(Trial).where(Trial.experiment_id == experiment_id)
     if status is not None:
         query = query.where(Trial.status == status)
+    if not raw_output:
+        query = query.options(defer(Trial.raw_output, raiseload=True))
     query = query.order_by(Trial.run_order, Trial.id).execution_options(populate_existing=True)
     return (await session.scalars(query)).all()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import pydantic_core
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
@@ -20,6 +21,12 @@ from sqlalchemy.ext.asyncio import (
 )
 
 SQLITE_LOCK_TIMEOUT_S = 30
+
+
+def from_json(text: str | bytes) -> Any:
+    """JSON columns as `json.loads` reads them (NaN and infinities included), three times
+    faster: a listing of trials reads three JSON columns per trial."""
+    return pydantic_core.from_json(text, allow_inf_nan=True)
 
 
 def create_engine(url: str) -> AsyncEngine:
@@ -43,10 +50,12 @@ def create_engine(url: str) -> AsyncEngine:
             connection._thread.daemon = True  # as SQLAlchemy does for aiosqlite's own
             return await connection
 
-        engine = create_async_engine(url, async_creator=connect)
+        engine = create_async_engine(url, async_creator=connect, json_deserializer=from_json)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_pre_ping=True, pool_recycle=1800)
+    return create_async_engine(
+        url, pool_pre_ping=True, pool_recycle=1800, json_deserializer=from_json
+    )
 
 
 class _OneTripCursor:

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import repositories
 from app.db.models import Experiment, Trial
 from app.services.errors import NotFoundError
-from app.statuses import TrialSource
+from app.statuses import TrialSource, TrialStatus
 from app.targets import TargetSpec
 from experiments.constraints import parse_constraints
 from experiments.designs import Design, DesignRequest, design_size, plan
@@ -64,23 +64,26 @@ def preview(
     return dataclasses.replace(design, notes=(*notes, *design.notes))
 
 
-def trials_of(design: Design) -> list[Trial]:
-    """One pending trial per run of a planned design (the caller sets the experiment)."""
+def trial_rows(design: Design, experiment_id: int) -> list[dict[str, Any]]:
+    """One pending trial per run of a planned design, as the rows of one bulk INSERT of
+    `Trial`: hundreds of ORM objects would each be inserted on their own."""
     return [
-        Trial(
-            run_order=point.run_order,
-            std_order=point.std_order,
-            block=point.block,
-            whole_plot=point.whole_plot,
-            replicate=point.replicate,
-            point_type=point.point_type,
-            rounded=point.rounded,
-            duplicate_of=point.duplicate_of,
-            source=TrialSource.DESIGN,
-            config=dict(point.config),
-            coded=dict(point.coded),
-            attempts=0,
-        )
+        {
+            "experiment_id": experiment_id,
+            "run_order": point.run_order,
+            "std_order": point.std_order,
+            "block": point.block,
+            "whole_plot": point.whole_plot,
+            "replicate": point.replicate,
+            "point_type": point.point_type,
+            "rounded": point.rounded,
+            "duplicate_of": point.duplicate_of,
+            "source": TrialSource.DESIGN,
+            "config": dict(point.config),
+            "coded": dict(point.coded),
+            "status": TrialStatus.PENDING,
+            "attempts": 0,
+        }
         for point in design.points
     ]
 
