@@ -156,13 +156,44 @@ async def expired_trials(session: AsyncSession, now: datetime) -> Sequence[Trial
     return (await session.execute(statement)).scalars().all()
 
 
-async def queued_trials_before(session: AsyncSession, before: datetime) -> Sequence[Trial]:
-    """Queued trials sent before `before` (or never sent)."""
-    statement = select(Trial).where(
-        Trial.status == TrialStatus.QUEUED,
-        or_(Trial.queued_at.is_(None), Trial.queued_at < before),
+@dataclass(frozen=True)
+class QueuedTrial:
+    """A queued trial's id and its experiment's target."""
+
+    trial_id: int
+    target: str
+
+
+async def queued_trials_before(session: AsyncSession, before: datetime) -> list[QueuedTrial]:
+    """Queued trials sent before `before` (or never sent), in id order."""
+    statement = (
+        select(Trial.id, Experiment.target)
+        .join_from(Trial, Experiment, Trial.experiment_id == Experiment.id)
+        .where(
+            Trial.status == TrialStatus.QUEUED,
+            or_(Trial.queued_at.is_(None), Trial.queued_at < before),
+        )
+        .order_by(Trial.id)
     )
-    return (await session.execute(statement)).scalars().all()
+    rows = (await session.execute(statement)).all()
+    return [QueuedTrial(trial_id=row[0], target=row[1]) for row in rows]
+
+
+MARK_QUEUED_BATCH = 500  # ids per UPDATE: well within any driver's bound parameters
+
+
+async def mark_queued(session: AsyncSession, trial_ids: Sequence[int], now: datetime) -> None:
+    """Set `queued_at` of those trials that are still queued: they are sent (again) now."""
+    for start in range(0, len(trial_ids), MARK_QUEUED_BATCH):
+        await session.execute(
+            update(Trial)
+            .where(
+                Trial.id.in_(trial_ids[start : start + MARK_QUEUED_BATCH]),
+                Trial.status == TrialStatus.QUEUED,
+            )
+            .values(queued_at=now)
+            .execution_options(synchronize_session=False)
+        )
 
 
 async def cancel_unstarted_trials(session: AsyncSession, experiment_id: int) -> int:

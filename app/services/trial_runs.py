@@ -209,25 +209,25 @@ async def reap(
             await _complete_experiment_if_done(session, trial.experiment_id)
     await session.commit()
     live = await queue.live_trial_ids()
-    resent = [
-        trial.id
-        for trial in await repositories.queued_trials_before(session, now - resend_after)
-        if trial.id not in live and trial.id not in requeued
+    # After a broker restart thousands of trials may have lost their message: sent again in
+    # one UPDATE and one batch per target, not a few round trips each.
+    lost = [
+        queued
+        for queued in await repositories.queued_trials_before(session, now - resend_after)
+        if queued.trial_id not in live and queued.trial_id not in requeued
     ]
-    for trial_id in resent:
-        await repositories.transition(
-            session,
-            trial_id,
-            from_statuses=[TrialStatus.QUEUED],
-            to_status=TrialStatus.QUEUED,
-            values={"queued_at": now},
-        )
+    resent = [queued.trial_id for queued in lost]
+    await repositories.mark_queued(session, resent, now)
     await session.commit()
-    for trial_id in [*requeued, *resent]:
+    by_target: dict[str, list[int]] = {}
+    for trial_id in requeued:
         trial = await repositories.get_trial(session, trial_id)
         assert trial is not None  # trials are deleted only with their experiment
-        target = await _target_of(session, trial.experiment_id)
-        await queue.enqueue_trials([trial_id], target=target)
+        by_target.setdefault(await _target_of(session, trial.experiment_id), []).append(trial_id)
+    for queued in lost:
+        by_target.setdefault(queued.target, []).append(queued.trial_id)
+    for target, trial_ids in by_target.items():
+        await queue.enqueue_trials(trial_ids, target=target)
     stalled = await _stalled_loops(session, now - resend_after)
     for loop in stalled:
         await queue.enqueue_advance(loop.id, target=await _target_of(session, loop.experiment_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -28,7 +29,7 @@ from app.db.session import Database
 from app.queue import ADVANCE_OPTIMIZATION_TASK, TaskQueue, trial_queue
 from app.services import trial_runs
 from app.statuses import Failure, TrialStatus
-from tests.conftest import mariadb
+from tests.conftest import clear_trial_queues, mariadb
 
 
 async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int:
@@ -318,3 +319,49 @@ async def test_the_reaper_asks_again_for_the_round_of_a_loop_whose_message_was_l
     asked = [m for m in messages if m["headers"]["task"] == ADVANCE_OPTIMIZATION_TASK]
     assert [m["headers"]["argsrepr"] for m in asked].count(f"[{stalled.id}]") == 1
     broker.delete(trial_queue("simulated"))
+
+
+def trials_waiting_in(broker: redis.Redis, target: str) -> list[int]:
+    """The trial ids of the messages waiting in a target's queue."""
+    messages = [json.loads(item) for item in broker.lrange(trial_queue(target), 0, -1)]
+    return [json.loads(base64.b64decode(m["body"]))[0][0] for m in messages]
+
+
+async def test_the_reaper_sends_again_each_queued_trial_whose_message_was_lost(database, redis_url):
+    clear_trial_queues(redis_url)
+    queue = TaskQueue(redis_url)
+    ours = lost_here, lost_there, live, recent = [await new_trial(database) for _ in range(4)]
+    long_ago, just_now = utcnow() - timedelta(minutes=10), utcnow()
+    async with database.session() as session:
+        for trial_id in ours:
+            queued_at = just_now if trial_id == recent else long_ago
+            await session.execute(
+                update(Trial).where(Trial.id == trial_id).values(queued_at=queued_at)
+            )
+        there = (await repositories.get_trial(session, lost_there)).experiment_id
+        await session.execute(update(Experiment).where(Experiment.id == there).values(target="lab"))
+        await session.commit()
+    await queue.enqueue_trials([live], target="simulated")
+    broker = redis.Redis.from_url(redis_url)
+    try:
+        async with database.session() as session:
+            reaped = await trial_runs.reap(
+                session, queue=queue, max_attempts=3, resend_after=timedelta(minutes=5)
+            )
+        # (Other tests' queued trials may be sent again too: the database is shared.)
+        assert {lost_here, lost_there} <= set(reaped.resent)
+        assert live not in reaped.resent and recent not in reaped.resent
+        assert trials_waiting_in(broker, "simulated").count(lost_here) == 1
+        assert trials_waiting_in(broker, "simulated").count(live) == 1
+        assert trials_waiting_in(broker, "lab") == [lost_there]
+        async with database.session() as session:
+            for trial_id, sent_before in ((lost_here, None), (live, long_ago), (recent, just_now)):
+                trial = await repositories.get_trial(session, trial_id)
+                assert trial is not None and trial.status == TrialStatus.QUEUED
+                if sent_before is None:  # sent again: now
+                    assert trial.queued_at > just_now
+                else:
+                    assert trial.queued_at == sent_before
+    finally:
+        broker.close()
+        clear_trial_queues(redis_url)
