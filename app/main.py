@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,8 +36,13 @@ async def _database_unavailable(_request: Request, error: Exception) -> JSONResp
     )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app; the database schema is migrated at start when the database is empty."""
+def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> FastAPI:
+    """Build the app; the database schema is migrated at start when the database is empty.
+
+    With `freeze_gc` (the server process's app) everything alive once the app has started is
+    moved out of the garbage collector's sight: a full collection then looks at what requests
+    made, not at the 300 000 objects of the imported libraries (170 ms on the 2-core machine,
+    during which the process answers nothing)."""
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -52,6 +58,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if settings.reaper_interval_seconds > 0
             else None
         )
+        if freeze_gc:
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:
@@ -80,4 +89,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-app = create_app()
+app = create_app(freeze_gc=True)
