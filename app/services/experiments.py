@@ -402,6 +402,10 @@ async def record_observations(
             f"target '{target.name}' is {target.kind}: its trials are run by the workers; "
             "observations are recorded only for manual targets"
         )
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(
+            f"experiment {experiment_id} was cancelled: it takes no more observations"
+        )
     if not observations:
         raise DomainError("observations", "must hold at least one observation")
     if len(observations) > MAX_OBSERVATIONS:

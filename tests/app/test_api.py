@@ -247,6 +247,17 @@ async def test_observations_only_for_manual_targets(api):
     assert "manual" in response.json()["detail"]
 
 
+async def test_a_cancelled_experiment_takes_no_observations(api):
+    spec = with_changes(MANUAL, design={"kind": "full_factorial", "randomize": False})
+    created = await create(api, spec)
+    await api.post(f"/experiments/{created['id']}/cancel")
+    observation = {"config": created["trials"][0]["config"], "responses": {"tps": 777.0}}
+    response = await api.post(f"/experiments/{created['id']}/observations", json=[observation])
+    assert response.status_code == 409 and "cancelled" in response.json()["detail"]
+    experiment = (await api.get(f"/experiments/{created['id']}")).json()
+    assert experiment["status"] == "cancelled" and experiment["progress"]["succeeded"] == 0
+
+
 async def test_observation_matching_a_planned_trial_fills_it(api):
     spec = with_changes(MANUAL, design={"kind": "full_factorial", "randomize": False})
     created = await create(api, spec)
