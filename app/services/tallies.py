@@ -37,9 +37,19 @@ class Tally:
     loop_trials: int
 
 
-def _key(experiment: Experiment) -> tuple[int, int, str, str]:
+_Key = tuple[int, datetime, int, str, str]
+
+
+def _key(experiment: Experiment) -> _Key:
+    # The creation time too: an id that an operator's DELETE freed may be used again (SQLite).
     objective = experiment.objective
-    return (experiment.id, experiment.trials_revision, objective["response"], objective["goal"])
+    return (
+        experiment.id,
+        experiment.created_at,
+        experiment.trials_revision,
+        objective["response"],
+        objective["goal"],
+    )
 
 
 class TallyCache:
@@ -51,7 +61,7 @@ class TallyCache:
 
     def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[int, int, str, str], Tally] = OrderedDict()
+        self._entries: OrderedDict[_Key, Tally] = OrderedDict()
 
     def get(self, experiment: Experiment) -> Tally | None:
         """The tally of the experiment at its revision, if kept."""

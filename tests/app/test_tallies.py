@@ -3,6 +3,7 @@ on both backends, and polls that read the trials again exactly when they changed
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -125,7 +126,10 @@ async def test_the_cache_keeps_the_most_recently_used_tallies():
     cache = TallyCache(size=2)
     tally = Tally(summaries=(), top=(), running_starts=(), latest_loop=None, loop_trials=0)
     objective = {"response": "tps", "goal": "maximize"}
-    a, b, c = (Experiment(id=i, trials_revision=0, objective=objective) for i in (1, 2, 3))
+    made = utcnow()
+    a, b, c = (
+        Experiment(id=i, created_at=made, trials_revision=0, objective=objective) for i in (1, 2, 3)
+    )
     cache.put(a, tally)
     cache.put(b, tally)
     assert cache.get(a) is tally  # a is now the most recently used
@@ -136,3 +140,7 @@ async def test_the_cache_keeps_the_most_recently_used_tallies():
     a.objective = {"response": "latency_p95_ms", "goal": "minimize"}
     a.trials_revision = 0
     assert cache.get(a) is None  # and so is another objective
+    cache.put(b, tally)
+    assert cache.get(b) is tally
+    b.created_at = made + timedelta(seconds=1)
+    assert cache.get(b) is None  # and another experiment that got an id used before
