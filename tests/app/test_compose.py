@@ -364,7 +364,14 @@ def test_the_external_target_is_the_galera_services(
         assert int(node.get("port", 3306)) == sql_port
 
 
-def test_credentials_reach_the_workers_only_by_name(
+def consumed(worker: Mapping[str, Any], targets: Mapping[str, TargetSpec]) -> set[str]:
+    """The targets whose queues a worker consumes: its `--target` options, else every runnable
+    target of its file."""
+    chosen = cli_context(command(worker)).params["target"]
+    return set(chosen) if chosen else {name for name, spec in targets.items() if spec.runnable}
+
+
+def test_credentials_reach_only_the_workers_that_use_them_and_only_by_name(
     services: dict[str, Any], api: dict[str, Any], workers: dict[str, Any]
 ):
     _, targets = targets_of(api)
@@ -372,29 +379,34 @@ def test_credentials_reach_the_workers_only_by_name(
     names = credential_names(cluster)
     assert names == {cluster.settings["password_env"]}
     assert not {"password", "passwd", "secret"} & set(cluster.settings), "credential inlined"
-    for name in names:
-        assert name not in environment(api), "the API connects to no cluster: no credential"
-        for worker_name, worker in workers.items():
-            assert environment(worker).get(name), f"{worker_name} lacks {name}"
+    assert not names & set(environment(api)), "the API connects to no cluster: no credential"
+    cluster_workers = []
+    for worker_name, worker in workers.items():
+        _, targets = targets_of(worker)
+        uses = consumed(worker, targets)
+        needed = {name for target in uses for name in credential_names(targets[target])}
+        given = {name for name in names if environment(worker).get(name)}
+        assert given == needed, f"{worker_name} runs {sorted(uses)}: gets {given}, needs {needed}"
+        if cluster.name in uses:
+            cluster_workers.append(worker)
+    assert cluster_workers, f"no worker consumes the queue of {cluster.name}"
     # The workers log in with the password the nodes created the account with.
-    password = environment(next(iter(workers.values())))[cluster.settings["password_env"]]
+    password = environment(cluster_workers[0])[cluster.settings["password_env"]]
     for node in GALERA_NODES:
         assert environment(services[node])["MARIADB_USER"] == cluster.settings["user"]
         assert environment(services[node])["MARIADB_PASSWORD"] == password
 
 
-def test_every_worker_can_build_every_runnable_target(
+def test_every_worker_can_build_every_target_it_runs(
     workers: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ):
     for worker in workers.values():
         env = environment(worker)
         _, targets = targets_of(worker)
-        for spec in targets.values():
-            if not spec.runnable:
-                continue
-            for name in credential_names(spec):
-                monkeypatch.setenv(name, env[name])
-            build_target(spec).close()
+        for name in consumed(worker, targets):
+            for variable in credential_names(targets[name]):
+                monkeypatch.setenv(variable, env[variable])
+            build_target(targets[name]).close()
 
 
 def test_the_benchmark_user_gets_its_grants_on_the_bootstrap_node(
