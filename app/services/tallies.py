@@ -73,8 +73,9 @@ class TallyCache:
 
     def put(self, experiment: Experiment, tally: Tally) -> None:
         """Keep a tally read after the experiment (so at its revision or a later one)."""
-        self._entries[_key(experiment)] = tally
-        self._entries.move_to_end(_key(experiment))
+        key = _key(experiment)
+        self._entries[key] = tally
+        self._entries.move_to_end(key)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 

@@ -32,16 +32,23 @@ from app.statuses import Failure, TrialStatus
 from tests.conftest import clear_trial_queues, mariadb
 
 
-async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int:
+async def new_experiment(database: Database) -> int:
+    """A running experiment on the simulated target, with no trials."""
     async with database.session() as session:
         experiment = Experiment(
             name="t", target="simulated", factors=[], design=None, design_notes=[],
             objective={"response": "tps", "goal": "maximize"}, status="running",
         )  # fmt: skip
         session.add(experiment)
-        await session.flush()
+        await session.commit()
+        return experiment.id
+
+
+async def new_trial(database: Database, status: str = TrialStatus.QUEUED) -> int:
+    experiment_id = await new_experiment(database)
+    async with database.session() as session:
         trial = Trial(
-            experiment_id=experiment.id, run_order=1, point_type="factorial",
+            experiment_id=experiment_id, run_order=1, point_type="factorial",
             config={"nodes": 3}, status=status, attempts=0,
         )  # fmt: skip
         session.add(trial)

@@ -14,23 +14,13 @@ from app.db.session import Database
 from app.services.tallies import Tally, TallyCache
 from app.statuses import TrialStatus
 from tests.app.test_api import SIMULATED, create
+from tests.app.test_persistence import new_experiment
 
 
 async def revision(database: Database, experiment_id: int) -> int:
     async with database.session() as session:
         query = select(Experiment.trials_revision).where(Experiment.id == experiment_id)
         return int((await session.execute(query)).scalar_one())
-
-
-async def new_experiment(database: Database) -> int:
-    async with database.session() as session:
-        experiment = Experiment(
-            name="t", target="simulated", factors=[], design=None, design_notes=[],
-            objective={"response": "tps", "goal": "maximize"}, status="running",
-        )  # fmt: skip
-        session.add(experiment)
-        await session.commit()
-        return experiment.id
 
 
 async def test_every_change_of_a_trial_and_every_new_loop_counts_up_the_revision(database):
