@@ -33,10 +33,10 @@ from app.statuses import (
     TrialStatus,
 )
 from app.targets import TargetSpec
-from experiments.analysis.numbers import finite_or_none
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.numbers import finite_or_none
 from experiments.suggest import DONE, Plan, next_batch
 
 LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")

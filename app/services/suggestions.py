@@ -16,10 +16,10 @@ from app.services import experiments
 from app.services.errors import ConflictError, NotFoundError
 from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
-from experiments.analysis.numbers import finite_or_none
 from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace
+from experiments.numbers import finite_or_none
 from experiments.suggest import Limit, Plan, Runs, suggest
 
 

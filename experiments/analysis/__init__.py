@@ -19,7 +19,6 @@ from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.explain import Explanation, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
-from experiments.analysis.numbers import finite_or_none
 from experiments.analysis.optimize import (
     DesirabilityGoal,
     Predictor,
@@ -56,6 +55,7 @@ from experiments.analysis.surface import (
 from experiments.constraints import Constraint
 from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import GOALS, check_goal
+from experiments.numbers import finite_or_none
 from experiments.terms import (
     MODEL_ORDERS,
     ModelTerms,

@@ -10,10 +10,10 @@ import numpy as np
 
 from experiments.analysis import ResponseLimit
 from experiments.analysis.model import FittedModel
-from experiments.analysis.numbers import finite_or_none
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, Value
+from experiments.numbers import finite_or_none
 
 MIN_POINTS = 2
 MAX_POINTS = 200

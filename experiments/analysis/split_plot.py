@@ -21,9 +21,9 @@ import numpy as np
 import scipy.stats
 import statsmodels.api as sm
 
-from experiments.analysis.numbers import finite_or_none
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.numbers import finite_or_none
 from experiments.terms import ModelTerms
 
 __all__ = ["FixedEffect", "SplitPlotFit", "fit_split_plot", "hard_to_change_terms"]

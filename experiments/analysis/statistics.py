@@ -20,8 +20,8 @@ import scipy.stats
 from statsmodels.regression.linear_model import RegressionResults
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from experiments.analysis.numbers import finite_or_none
 from experiments.errors import DomainError
+from experiments.numbers import finite_or_none
 
 __all__ = [
     "BOX_COX_CONFIDENCE",

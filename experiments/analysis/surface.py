@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import statsmodels.api as sm
 
-from experiments.analysis.numbers import finite_or_none
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
+from experiments.numbers import finite_or_none
 
 __all__ = [
     "ALPHA",
