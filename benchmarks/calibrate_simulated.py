@@ -28,7 +28,7 @@ from worker.targets.simulated import (
     response_surface,
 )
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data"
 RW_STATEMENTS = 5  # the rw study's transactions held 2 to 8 statements
 RW_USERS_PER_NODE = 5
 # Rows with empty cells are the study's later runs, done after it settled on these values.

@@ -1,16 +1,11 @@
-"""The published Galera study (shared/data), imported as observations, analysed by the service."""
+"""The published Galera study (data/galera_nodes_connections_mariadb11.csv), imported as observations, analysed by the service."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
-STUDY = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "data"
-    / "galera_nodes_connections_mariadb11.csv"
-)
+STUDY = Path(__file__).resolve().parents[2] / "data" / "galera_nodes_connections_mariadb11.csv"
 
 
 async def test_the_published_study_points_to_the_region_it_found_best(api):

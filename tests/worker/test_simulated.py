@@ -1,5 +1,5 @@
 """The simulated Galera cluster: calibration against the published study, the study's facts
-(shared/data/README.md), seeded noise, input checks and the Target contract."""
+(data/README.md), seeded noise, input checks and the Target contract."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from worker.targets.simulated import (
     true_optimum,
 )
 
-DATA = Path(__file__).parents[3] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 # The study's later runs (empty cells) kept the settings it had settled on.
 LATER_RUNS = {"wsrep_slave_threads": 4, "runtime_s": 120}
 

@@ -1,7 +1,7 @@
 """The `simulated` target: an analytic model of a Galera cluster running sysbench oltp_read_write.
 
 It answers a trial at once, with seeded noise, from a physical model calibrated on the published
-measurements in shared/data (see data/README.md). Its noise-free surface is `expected_responses`
+measurements in data/ (see data/README.md). Its noise-free surface is `expected_responses`
 and its exact optimum over an integer lattice is `true_optimum`: the ground truth of optimizer
 benchmarks. `response_surface` evaluates whole arrays of configurations.
 
