@@ -1,4 +1,4 @@
-"""The published Galera study (data/galera_nodes_connections_mariadb11.csv), imported as observations, analysed by the service."""
+"""The published Galera study (data/), imported as observations, analysed by the service."""
 
 from __future__ import annotations
 
