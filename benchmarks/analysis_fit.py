@@ -20,7 +20,7 @@ import statsmodels.api as sm
 from rich.console import Console
 from rich.table import Table
 
-from app.processes import running_service
+from client.processes import running_service
 from experiments.analysis import ResponseLimit, fit
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace

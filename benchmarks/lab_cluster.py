@@ -24,7 +24,7 @@ import pymysql
 from rich.console import Console
 from rich.table import Table
 
-from app.processes import ChildProcess, wait_until
+from client.processes import ChildProcess, wait_until
 from worker.galera import MARIADBD, LabCluster, LabLayout, free_layout
 
 NODES = 3

@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from app.processes import running_service, wait_until
+from client.processes import running_service, wait_until
 
 WARMUP_S = 2  # the lab target's default warm-up, run by sysbench before the measured time
 

@@ -58,8 +58,8 @@ from app.db.migrate import upgrade_to_head
 from app.db.models import Experiment, Trial, utcnow
 from app.db.session import Database
 from app.keys import create_key
-from app.processes import ChildProcess, api_command, free_port, wait_until
 from app.statuses import ExperimentStatus, Failure, TrialStatus
+from client.processes import ChildProcess, api_command, free_port, wait_until
 from worker.targets.simulated import response_surface
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}

@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from app.db.migrate import upgrade_to_head
-from app.processes import running_service, wait_until
 from app.targets import load_targets
+from client.processes import running_service, wait_until
 from worker.targets import build_target
 
 BROKER_URL = "redis://127.0.0.1:6379/12"

@@ -18,15 +18,15 @@ import redis
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
-from app.client import Client
 from app.config import Settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import Database
 from app.main import create_app
-from app.processes import running_service
 from app.queue import TRIALS_QUEUE_PREFIX
 from app.services import api_keys
 from app.services.api_keys import Role
+from client.http import Client
+from client.processes import running_service
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")

@@ -11,9 +11,9 @@ import redis
 from httpx import ASGITransport, AsyncClient
 
 from app.main import create_app
-from app.processes import free_port
 from app.queue import trial_queue
 from app.services import api_keys
+from client.processes import free_port
 
 SIMULATED = {
     "name": "three factors",

@@ -25,9 +25,9 @@ import typer
 import yaml
 from sqlalchemy.engine import make_url
 
-from app.cli import cli
 from app.config import Settings
 from app.targets import TargetSpec, load_targets
+from client.cli import cli
 from worker.targets import build_target
 
 ROOT = Path(__file__).resolve().parents[2]

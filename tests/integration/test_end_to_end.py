@@ -11,10 +11,10 @@ import redis
 import yaml
 from celery import Celery
 
-from app.client import Client
 from app.config import Settings
-from app.processes import wait_until
 from app.queue import RUN_TRIAL_TASK, trial_queue
+from client.http import Client
+from client.processes import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,10 @@ import pytest
 import redis
 import yaml
 
-from app.client import Client
 from app.keys import create_key
-from app.processes import ChildProcess, api_command, free_port, wait_until, worker_command
 from app.queue import TaskQueue, trial_queue
+from client.http import Client
+from client.processes import ChildProcess, api_command, free_port, wait_until, worker_command
 
 pytestmark = pytest.mark.integration
 

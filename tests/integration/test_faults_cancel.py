@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from app.client import Client
 from app.config import Settings
-from app.processes import ChildProcess, free_port, wait_until
+from client.http import Client
+from client.processes import ChildProcess, free_port, wait_until
 from tests.integration import test_lab
 from tests.integration.test_faults import SPEC, Stack, ready
 from worker import galera

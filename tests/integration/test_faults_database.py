@@ -28,8 +28,8 @@ import httpx
 import pymysql
 import pytest
 
-from app.client import ApiError, Client
-from app.processes import ChildProcess, free_port, wait_until
+from client.http import ApiError, Client
+from client.processes import ChildProcess, free_port, wait_until
 from tests.integration.test_faults import SPEC, Stack, ready, wait_completed
 
 pytestmark = pytest.mark.integration

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.client import Client
 from app.config import Settings
-from app.processes import running_service
 from app.targets import MEASURED_RESPONSES
+from client.http import Client
+from client.processes import running_service
 from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop

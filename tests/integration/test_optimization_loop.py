@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from app.client import Client
 from app.config import Settings
+from client.http import Client
 from tests.integration.test_end_to_end import wait_for_status
 from worker.targets.simulated import expected_responses, true_optimum
 

@@ -10,7 +10,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
-from app.client import Client
+from client.http import Client
 from tests.integration.test_end_to_end import run_to_completion
 
 pytestmark = pytest.mark.integration

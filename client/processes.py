@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 
-from app.client import ApiError, Client
 from app.config import Settings
 from app.keys import create_key
 from app.queue import trial_queue
+from client.http import ApiError, Client
 
 
 def api_command(host: str, port: int) -> list[str]:

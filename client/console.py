@@ -1,14 +1,14 @@
 """What the CLI and the demo show: experiment files read, progress followed, results as tables.
 
-Everything here works on the JSON bodies of the REST API (through `app.client.Client`).
+Everything here works on the JSON bodies of the REST API (through `client.http.Client`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -16,10 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from app.client import Client
-
-if TYPE_CHECKING:
-    from app.db.models import ApiKey
+from client.http import Client
 
 Json = dict[str, Any]
 
@@ -273,24 +270,6 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
         console.print(facts)
     for note in design.get("notes") or []:
         console.print(f"note: {escape(note)}")
-
-
-def print_keys(console: Console, keys: Sequence[ApiKey]) -> None:
-    """API keys as a table; tokens are never stored, so never shown."""
-    table = Table(title=f"API keys ({len(keys)})")
-    for column in ("id", "owner", "role", "prefix", "created", "revoked"):
-        table.add_column(column)
-    for key in keys:
-        revoked = key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else ""
-        table.add_row(
-            str(key.id),
-            escape(key.owner),
-            key.role,
-            f"{key.prefix}…",
-            key.created_at.strftime("%Y-%m-%d %H:%M"),
-            revoked,
-        )
-    console.print(table)
 
 
 def print_analysis(

@@ -23,12 +23,12 @@ from PIL import Image
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
-from app.cli import cli
-from app.client import ApiError, Client
 from app.config import Settings
 from app.keys import create_key
 from app.main import create_app
-from app.processes import ChildProcess, free_port, wait_until, worker_command
+from client.cli import cli
+from client.http import ApiError, Client
+from client.processes import ChildProcess, free_port, wait_until, worker_command
 from tests.app.test_api import MANUAL
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "quickstart.yaml"

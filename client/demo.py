@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.console import follow, load_spec, print_results
-from app.processes import running_service
+from client.console import follow, load_spec, print_results
+from client.processes import running_service
 
 CATALOG = Path(__file__).resolve().parents[1] / "experiments" / "catalog"
 QUICKSTART = CATALOG / "quickstart.yaml"

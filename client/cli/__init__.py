@@ -1,0 +1,15 @@
+"""The `galera-doe` command line: submit and follow experiments through the REST API (only over
+HTTP, with `client.http.Client`), manage API keys, and run the service itself (API, worker, lab
+cluster, demo). The commands register themselves on `cli` in the order `--help` lists them."""
+
+from __future__ import annotations
+
+from client.cli import key_commands, rest_commands, service_commands
+from client.cli.base import cli
+
+__all__ = ["cli", "key_commands", "main", "rest_commands", "service_commands"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()
