@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.config import Settings
 from app.db.session import AsyncSession, Database
 from app.queue import TaskQueue
-from app.services import api_keys, experiments
+from app.services import access, api_keys
 from app.services.api_keys import Principal
 from app.services.tallies import TallyCache
 from app.targets import TargetSpec
@@ -125,13 +125,13 @@ async def owned_experiment(
     experiment_id: ExperimentId, session: SessionDep, viewer: CurrentKey
 ) -> int:
     """The experiment id of the path, 404 unless the key's owner (or an admin) may see it."""
-    await experiments.visible_experiment(session, experiment_id=experiment_id, viewer=viewer)
+    await access.visible_experiment(session, experiment_id=experiment_id, viewer=viewer)
     return experiment_id
 
 
 async def owned_trial(trial_id: TrialId, session: SessionDep, viewer: CurrentKey) -> int:
     """The trial id of the path, 404 unless the key's owner (or an admin) may see it."""
-    await experiments.check_trial_visible(session, trial_id=trial_id, viewer=viewer)
+    await access.check_trial_visible(session, trial_id=trial_id, viewer=viewer)
     return trial_id
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import models, repositories
 from app.db.models import utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
-from app.services import experiments, suggestions
+from app.services import access, progress, suggestions, trial_runs
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.statuses import (
     FINAL_TRIAL_STATUSES,
@@ -80,14 +80,14 @@ async def start(
     request: LoopRequest,
     queue: TaskQueue,
     targets: Mapping[str, TargetSpec],
-) -> experiments.LoopProgress:
+) -> progress.LoopProgress:
     """Start a closed loop on the experiment. Trials still pending are sent first; the loop's
     first round is planned when every trial has finished."""
     request.check()
-    experiment = await experiments.experiment_of(session, experiment_id)
+    experiment = await access.experiment_of(session, experiment_id)
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(f"experiment {experiment_id} was cancelled; it runs nothing more")
-    target = experiments.target_of(targets, experiment.target)
+    target = access.target_of(targets, experiment.target)
     # Two concurrent starts must not both find no loop running and start one each: end the
     # transaction of the reads above (a MariaDB snapshot older than the other start's commit),
     # take the experiment's row, then read the loops afresh.
@@ -113,22 +113,20 @@ async def start(
     await session.commit()
     if not target.runnable:
         await advance(session, optimization_id=loop.id, queue=queue, targets=targets)
-        return await experiments.loop_progress(session, await _get(session, loop.id))
+        return await progress.loop_progress(session, await _get(session, loop.id))
     pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
     try:
         if pending:
             # The loop builds on the planned runs: they run first, and the last one to finish
             # sends the loop's first round.
             ids = [t.id for t in pending]
-            await experiments.send_trials(
-                session, experiment=experiment, trial_ids=ids, queue=queue
-            )
+            await trial_runs.send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
         else:
             await queue.enqueue_advance(loop.id, target=experiment.target)
     except (UnavailableError, BrokerUnavailableError) as error:
         await _finish(session, loop, OptimizationStatus.FAILED, error=f"not started: {error}")
         raise UnavailableError(str(error)) from error
-    return await experiments.loop_progress(session, await _get(session, loop.id))
+    return await progress.loop_progress(session, await _get(session, loop.id))
 
 
 async def _get(session: AsyncSession, optimization_id: int) -> models.Optimization:
@@ -154,7 +152,7 @@ async def advance(
     loop = await repositories.get_optimization(session, optimization_id)
     if loop is None or loop.status != OptimizationStatus.RUNNING:
         return []
-    experiment = await experiments.experiment_of(session, loop.experiment_id)
+    experiment = await access.experiment_of(session, loop.experiment_id)
     trials = await repositories.list_trials(session, experiment.id)
     if experiment.status == ExperimentStatus.CANCELLED:
         await _finish(session, loop, OptimizationStatus.CANCELLED, "the experiment was cancelled")
@@ -185,7 +183,7 @@ async def advance(
     )
     created = []
     for offset, (row, suggestion) in enumerate(zip(rows, plan.suggestions, strict=True), start=1):
-        trial = experiments.new_trial(
+        trial = trial_runs.new_trial(
             space,
             experiment_id=experiment.id,
             run_order=order + offset,
@@ -201,9 +199,9 @@ async def advance(
         created.append(trial.id)
     experiment.status = ExperimentStatus.RUNNING
     await session.commit()
-    if not experiments.target_of(targets, experiment.target).runnable:
+    if not access.target_of(targets, experiment.target).runnable:
         return []  # the round's trials wait for their observations
-    return await experiments.send_trials(
+    return await trial_runs.send_trials(
         session, experiment=experiment, trial_ids=created, queue=queue
     )
 

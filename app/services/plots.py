@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import repositories
 from app.db.models import Trial
-from app.services import experiments
-from app.services.experiments import FitInputs
+from app.services import access, analysis_inputs
+from app.services.analysis_inputs import FitInputs
 from app.targets import TargetSpec
 from experiments import analysis, plots
 from experiments.analysis.model import FittedModel, fit_model
@@ -101,7 +101,7 @@ async def png(
         raise DomainError("kind", f"must be one of {', '.join(PLOT_KINDS)}")
     draw: Callable[[], Figure]
     if kind == "progress":
-        experiment = await experiments.experiment_of(session, experiment_id)
+        experiment = await access.experiment_of(session, experiment_id)
         trials = [_trial(t) for t in await repositories.list_trials(session, experiment_id)]
         name = response or experiment.objective["response"]
         goal = experiment.objective["goal"]
@@ -125,7 +125,7 @@ async def _fit(
     model: str,
     targets: Mapping[str, TargetSpec],
 ) -> _Fit:
-    inputs = await experiments.fit_inputs(
+    inputs = await analysis_inputs.fit_inputs(
         session, experiment_id=experiment_id, response=response, targets=targets
     )
     arguments = inputs.arguments

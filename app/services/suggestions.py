@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import models, repositories
 from app.queue import TaskQueue
-from app.services import experiments
+from app.services import access, progress, trial_runs
 from app.services.errors import ConflictError, NotFoundError
 from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialStatus
 from app.targets import TargetSpec
@@ -131,7 +131,7 @@ async def propose(
     session: AsyncSession, *, experiment_id: int, strategy: str, count: int
 ) -> Proposal:
     """The next configurations by `strategy`, stored as open suggestions; nothing runs."""
-    experiment = await experiments.experiment_of(session, experiment_id)
+    experiment = await access.experiment_of(session, experiment_id)
     trials = await repositories.list_trials(session, experiment_id)
     # Fitting the strategy's model takes seconds on a large experiment: off the event loop.
     plan = await asyncio.to_thread(plan_for, experiment, trials, strategy=strategy, count=count)
@@ -144,7 +144,7 @@ async def propose(
 
 async def get_all(session: AsyncSession, *, experiment_id: int) -> Sequence[models.Suggestion]:
     """The experiment's stored suggestions, oldest first."""
-    await experiments.experiment_of(session, experiment_id)
+    await access.experiment_of(session, experiment_id)
     return await repositories.list_suggestions(session, experiment_id)
 
 
@@ -158,7 +158,7 @@ async def accept(
 ) -> models.Trial:
     """Turn an open suggestion into a trial and run it (on a manual target, the trial waits
     for its observation). Raises ConflictError when it was accepted already."""
-    experiment = await experiments.experiment_of(session, experiment_id)
+    experiment = await access.experiment_of(session, experiment_id)
     suggestion = await repositories.get_suggestion(session, suggestion_id)
     if suggestion is None or suggestion.experiment_id != experiment_id:
         raise NotFoundError("suggestion", suggestion_id)
@@ -168,9 +168,9 @@ async def accept(
         raise ConflictError(
             f"suggestion {suggestion_id} was accepted already: it is trial {suggestion.trial_id}"
         )
-    target = experiments.target_of(targets, experiment.target)
+    target = access.target_of(targets, experiment.target)
     space = FactorSpace.from_dicts(experiment.factors)
-    trial = experiments.new_trial(
+    trial = trial_runs.new_trial(
         space,
         experiment_id=experiment_id,
         run_order=await repositories.max_run_order(session, experiment_id) + 1,
@@ -186,10 +186,10 @@ async def accept(
     experiment.status = ExperimentStatus.RUNNING
     await session.commit()
     if target.runnable:
-        await experiments.send_trials(
+        await trial_runs.send_trials(
             session, experiment=experiment, trial_ids=[trial.id], queue=queue
         )
-    return await experiments.get_trial(session, trial_id=trial.id)
+    return await progress.get_trial(session, trial_id=trial.id)
 
 
 def _measured(responses: Mapping[str, Any]) -> dict[str, float]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.db.models import Trial
-from app.services.experiments import timing_of
+from app.services.progress import timing_of
 from app.statuses import TrialStatus
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ from app.db import repositories
 from app.db.models import Trial, utcnow
 from app.db.session import Database
 from app.queue import TaskQueue
-from app.services import experiments, trial_runs
+from app.services import experiment_commands, trial_runs
 from app.statuses import Failure, TrialStatus
 from tests.app.test_persistence import new_trial
 from worker import runtime
@@ -132,7 +132,7 @@ async def test_a_running_trial_of_a_cancelled_experiment_is_stopped_and_cancelle
     claimed = await claim(database, trial_id, "w1")
     async with database.session() as session:
         assert await trial_runs.stop_reason(session, claimed=claimed) is None
-        await experiments.cancel(session, experiment_id=claimed.experiment_id)
+        await experiment_commands.cancel(session, experiment_id=claimed.experiment_id)
     async with database.session() as session:
         assert await trial_runs.stop_reason(session, claimed=claimed) == "cancelled"
         assert await trial_runs.record_cancelled(session, claimed=claimed)
@@ -146,7 +146,7 @@ async def test_the_reaper_cancels_a_lost_trial_of_a_cancelled_experiment(databas
     trial_id = await new_trial(database)
     claimed = await claim(database, trial_id, "w1")
     async with database.session() as session:
-        await experiments.cancel(session, experiment_id=claimed.experiment_id)
+        await experiment_commands.cancel(session, experiment_id=claimed.experiment_id)
     await expire_and_reap(database, trial_id, redis_url)
     trial = await read(database, trial_id)
     assert trial.status == TrialStatus.CANCELLED and trial.attempts == 1

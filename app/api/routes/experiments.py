@@ -30,9 +30,16 @@ from app.api.schemas import (
     TrialOut,
     error_responses,
 )
-from app.services import experiments, optimization
-from app.services.experiments import ExperimentDetail, NewExperiment
+from app.services import (
+    analysis_inputs,
+    experiment_commands,
+    manual_observations,
+    optimization,
+    progress,
+)
+from app.services.experiment_commands import NewExperiment
 from app.services.idempotency import Idempotency
+from app.services.progress import ExperimentDetail
 
 router = APIRouter(
     prefix="/experiments",
@@ -96,7 +103,7 @@ async def create_experiment(
         design=body.design.model_dump() if body.design is not None else None,
         constraints=body.constraints,
     )
-    detail = await experiments.create(
+    detail = await experiment_commands.create(
         session,
         new=new,
         targets=targets,
@@ -119,7 +126,7 @@ async def list_experiments(
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> list[ExperimentOut]:
     """The key owner's experiments (an admin's key: everybody's), newest first."""
-    details = await experiments.get_all(
+    details = await progress.get_all(
         session, viewer=viewer, limit=limit, offset=offset, cache=tallies
     )
     return [_out(d) for d in details]
@@ -131,7 +138,7 @@ async def get_experiment(
 ) -> ExperimentOut:
     """One experiment with its progress and best result so far."""
     return _out(
-        await experiments.view(session, experiment_id=experiment_id, viewer=viewer, cache=tallies)
+        await progress.view(session, experiment_id=experiment_id, viewer=viewer, cache=tallies)
     )
 
 
@@ -140,7 +147,7 @@ async def list_trials(
     experiment_id: ExperimentId, session: SessionDep, viewer: CurrentKey
 ) -> list[TrialOut]:
     """The experiment's trials in run order."""
-    trials = await experiments.get_trials(session, experiment_id=experiment_id, viewer=viewer)
+    trials = await progress.get_trials(session, experiment_id=experiment_id, viewer=viewer)
     return [TrialOut.model_validate(t) for t in trials]
 
 
@@ -155,7 +162,7 @@ async def start_experiment(
     idempotency_key: IdempotencyKey = None,
 ) -> ExperimentOut:
     """Queue every pending trial, in run order, for the workers."""
-    detail = await experiments.start(
+    detail = await experiment_commands.start(
         session,
         experiment_id=experiment_id,
         queue=queue,
@@ -170,7 +177,7 @@ async def start_experiment(
 @router.post("/{experiment_id}/cancel", responses=error_responses(404))
 async def cancel_experiment(experiment_id: OwnedExperimentId, session: SessionDep) -> ExperimentOut:
     """Cancel every trial that has not started yet."""
-    return _out(await experiments.cancel(session, experiment_id=experiment_id))
+    return _out(await experiment_commands.cancel(session, experiment_id=experiment_id))
 
 
 @router.post(
@@ -189,7 +196,7 @@ async def record_observations(
 ) -> list[TrialOut]:
     """Record results measured elsewhere (manual targets only); all or none are stored. A
     running optimization loop then plans its next round."""
-    trials = await experiments.record_observations(
+    trials = await manual_observations.record_observations(
         session,
         experiment_id=experiment_id,
         observations=[o.model_dump() for o in observations],
@@ -211,7 +218,7 @@ async def analyze_experiment(
     model: Annotated[str, Query(max_length=20)] = "linear",
 ) -> AnalysisOut:
     """Fit a model of one response (the objective's by default) and report its optimum."""
-    report = await experiments.analyze(
+    report = await analysis_inputs.analyze(
         session, experiment_id=experiment_id, response=response, model=model, targets=targets
     )
     return AnalysisOut(

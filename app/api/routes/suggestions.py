@@ -18,7 +18,7 @@ from app.api.schemas import (
     error_responses,
 )
 from app.services import optimization, suggestions
-from app.services.experiments import LoopProgress
+from app.services.progress import LoopProgress
 
 router = APIRouter(
     prefix="/experiments",

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app.api.deps import KeyFirstRoute, OwnedTrialId, SessionDep
 from app.api.schemas import KEYED_RESPONSES, TrialDetailOut, error_responses
-from app.services import experiments
+from app.services import progress
 
 router = APIRouter(
     prefix="/trials",
@@ -19,4 +19,4 @@ router = APIRouter(
 @router.get("/{trial_id}")
 async def get_trial(trial_id: OwnedTrialId, session: SessionDep) -> TrialDetailOut:
     """One trial with its raw output."""
-    return TrialDetailOut.model_validate(await experiments.get_trial(session, trial_id=trial_id))
+    return TrialDetailOut.model_validate(await progress.get_trial(session, trial_id=trial_id))

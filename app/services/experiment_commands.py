@@ -1,0 +1,227 @@
+"""The commands on an experiment: create (validate and plan), start, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import repositories
+from app.db.models import Experiment, Trial, utcnow
+from app.queue import TaskQueue
+from app.services import designs
+from app.services import idempotency as idempotent
+from app.services.access import experiment_of, target_of
+from app.services.errors import ConflictError
+from app.services.idempotency import Idempotency
+from app.services.progress import ExperimentDetail, get
+from app.services.trial_runs import send_trials
+from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
+from app.targets import TargetSpec
+from experiments.analysis.optimize import check_desirability
+from experiments.constraints import parse_constraints
+from experiments.errors import DomainError
+from experiments.factors import NAME_PATTERN, FactorSpace
+from experiments.goals import check_goal
+
+DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
+
+
+CREATE_OPERATION = "POST /experiments"
+
+
+@dataclass(frozen=True)
+class NewExperiment:
+    """What a client submits to create an experiment."""
+
+    name: str
+    target: str
+    factors: list[dict[str, Any]]
+    objective: dict[str, Any]
+    owner: str
+    design: dict[str, Any] | None = None
+    constraints: list[str] = field(default_factory=list)
+
+
+async def create(
+    session: AsyncSession,
+    *,
+    new: NewExperiment,
+    targets: Mapping[str, TargetSpec],
+    max_design_runs: int,
+    idempotency: Idempotency | None = None,
+) -> ExperimentDetail:
+    """Validate the factor space, objective and target, plan the design and store it all.
+
+    With an idempotency key, a request already made returns the experiment it made
+    (`replayed`); the key is stored in the experiment's own transaction, so two concurrent
+    requests with one key make one experiment."""
+    if idempotency is not None:
+        made = await idempotent.earlier(
+            session, owner=new.owner, operation=CREATE_OPERATION, idempotency=idempotency
+        )
+        if made is not None:
+            return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
+    target = target_of(targets, new.target)
+    space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
+    objective = _check_objective(new.objective, target)
+    experiment = Experiment(
+        name=new.name,
+        target=target.name,
+        factors=space.to_dicts(),
+        design=new.design,
+        design_notes=[],
+        constraints=list(new.constraints),
+        objective=objective,
+        status=ExperimentStatus.PLANNED,
+        owner=new.owner,
+    )
+    design = None
+    if new.design is not None:
+        # Planning is pure Python for tens of milliseconds: off the event loop, so the API
+        # answers other requests meanwhile.
+        design = await asyncio.to_thread(
+            designs.planned,
+            space,
+            design=new.design,
+            constraints=new.constraints,
+            max_design_runs=max_design_runs,
+        )
+        experiment.design_notes = [*target_notes, *design.notes]
+        experiment.design_report = designs.report_of(design)
+    else:
+        parse_constraints(new.constraints, space)
+    session.add(experiment)
+    await session.flush()
+    if design is not None and design.points:
+        await session.execute(insert(Trial), designs.trial_rows(design, experiment.id))
+    if idempotency is not None:
+        idempotent.remember(
+            session,
+            owner=new.owner,
+            operation=CREATE_OPERATION,
+            idempotency=idempotency,
+            experiment_id=experiment.id,
+        )
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        # A concurrent request with the same key committed first: answer with its experiment.
+        made = idempotency and await idempotent.earlier(
+            session, owner=new.owner, operation=CREATE_OPERATION, idempotency=idempotency
+        )
+        if not made:
+            raise
+        return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
+    return await get(session, experiment_id=experiment.id, with_trials=True)
+
+
+async def start(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+    owner: str,
+    idempotency: Idempotency | None = None,
+) -> ExperimentDetail:
+    """Queue every pending trial in run order; each is committed as queued before it is sent.
+
+    A start retried with the idempotency key of one that succeeded sends nothing (a start
+    without a key sends nothing twice either: only pending trials are sent)."""
+    operation = f"POST /experiments/{experiment_id}/start"
+    if idempotency is not None and await idempotent.earlier(
+        session, owner=owner, operation=operation, idempotency=idempotency
+    ):
+        return replace(await get(session, experiment_id=experiment_id), replayed=True)
+    experiment = await experiment_of(session, experiment_id)
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(f"experiment {experiment_id} was cancelled; it cannot be started")
+    target = target_of(targets, experiment.target)
+    if not target.runnable:
+        raise ConflictError(
+            f"target '{target.name}' is {target.kind}: it runs nothing; "
+            f"record results with POST /experiments/{experiment_id}/observations"
+        )
+    pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    ids = [t.id for t in pending]
+    await send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
+    if idempotency is not None:
+        idempotent.remember(
+            session,
+            owner=owner,
+            operation=operation,
+            idempotency=idempotency,
+            experiment_id=experiment_id,
+        )
+        try:
+            await session.commit()
+        except IntegrityError:  # a concurrent retry recorded the same start
+            await session.rollback()
+    return await get(session, experiment_id=experiment_id)
+
+
+async def cancel(session: AsyncSession, *, experiment_id: int) -> ExperimentDetail:
+    """Cancel every trial that has not started and the running optimization loop.
+
+    Running trials are stopped by their workers, which poll for this (`cancel_poll_seconds`):
+    each stops its target's run (its sysbench processes), records the trial `cancelled` with
+    no result and releases the target, within seconds. A trial whose worker is gone is
+    cancelled by the reaper when its lease expires."""
+    experiment = await experiment_of(session, experiment_id)
+    await repositories.cancel_unstarted_trials(session, experiment_id)
+    loop = await repositories.running_optimization(session, experiment_id)
+    if loop is not None:
+        loop.status = OptimizationStatus.CANCELLED
+        loop.stop_reason = "the experiment was cancelled"
+        loop.finished_at = utcnow()
+    experiment.status = ExperimentStatus.CANCELLED
+    await session.commit()
+    return await get(session, experiment_id=experiment_id)
+
+
+def _check_objective(objective: Mapping[str, Any], target: TargetSpec) -> dict[str, Any]:
+    response, goal = objective.get("response"), objective.get("goal", "maximize")
+    if not isinstance(response, str) or not NAME_PATTERN.match(response):
+        raise DomainError("objective.response", "must be a response name like 'tps'")
+    goal = check_goal(goal, "objective.goal")
+    target.check_response(response, "objective.response")
+    bounds = []
+    for i, bound in enumerate(objective.get("constraints") or []):
+        where = f"objective.constraints.{i}"
+        name, low, high = bound.get("response"), bound.get("min"), bound.get("max")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name) or name == response:
+            raise DomainError(f"{where}.response", "must name another response, like 'abort_rate'")
+        target.check_response(name, f"{where}.response")
+        if low is None and high is None:
+            raise DomainError(where, "give min, max or both")
+        if low is not None and high is not None and low > high:
+            raise DomainError(f"{where}.max", "must not be below min")
+        bounds.append({"response": name, "min": low, "max": high})
+    goals = []
+    for i, item in enumerate(objective.get("desirability") or []):
+        where = f"objective.desirability.{i}"
+        name = item.get("response")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise DomainError(f"{where}.response", "must be a response name")
+        target.check_response(name, f"{where}.response")
+        if name in (g["response"] for g in goals):
+            raise DomainError(f"{where}.response", f"'{name}' has a goal already")
+        try:
+            check_desirability(
+                item.get("goal", "maximize"),
+                item.get("low"),  # type: ignore[arg-type]
+                item.get("high"),  # type: ignore[arg-type]
+                item.get("target"),
+                item.get("weight", 1.0),
+            )
+        except DomainError as error:
+            raise DomainError(where, error.rule) from None
+        goals.append({k: item.get(k) for k in DESIRABILITY_FIELDS} | {"response": name})
+    return {"response": response, "goal": goal, "constraints": bounds, "desirability": goals}

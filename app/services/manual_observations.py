@@ -1,0 +1,112 @@
+"""Results measured elsewhere (manual targets), recorded all or none."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import repositories
+from app.db.models import Trial, utcnow
+from app.services.access import experiment_of, target_of
+from app.services.errors import ConflictError
+from app.services.trial_runs import new_trial
+from app.statuses import ExperimentStatus, TrialSource, TrialStatus
+from app.targets import TargetSpec
+from experiments.errors import DomainError
+from experiments.factors import NAME_PATTERN, FactorSpace
+
+MAX_OBSERVATIONS = 1000
+
+
+async def record_observations(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    observations: Sequence[Mapping[str, Any]],
+    targets: Mapping[str, TargetSpec],
+) -> list[Trial]:
+    """Store results measured elsewhere (manual targets): all of them or, on any error, none.
+
+    An observation whose configuration matches a pending planned trial fills that trial;
+    any other becomes a new trial.
+    """
+    experiment = await experiment_of(session, experiment_id)
+    target = target_of(targets, experiment.target)
+    if target.runnable:
+        raise ConflictError(
+            f"target '{target.name}' is {target.kind}: its trials are run by the workers; "
+            "observations are recorded only for manual targets"
+        )
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(
+            f"experiment {experiment_id} was cancelled: it takes no more observations"
+        )
+    if not observations:
+        raise DomainError("observations", "must hold at least one observation")
+    if len(observations) > MAX_OBSERVATIONS:
+        raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
+    space = FactorSpace.from_dicts(experiment.factors)
+    checked = [
+        (_observed_config(space, item, i), _observed_responses(item, i))
+        for i, item in enumerate(observations)
+    ]
+    pending = list(
+        await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    )
+    next_order = await repositories.max_run_order(session, experiment_id)
+    now = utcnow()
+    recorded: list[Trial] = []
+    for config, responses in checked:
+        trial = next((t for t in pending if t.config == config), None)
+        if trial is None:
+            next_order += 1
+            trial = new_trial(
+                space,
+                experiment_id=experiment_id,
+                run_order=next_order,
+                config=config,
+                point_type="observed",
+                source=TrialSource.OBSERVATION,
+            )
+            session.add(trial)
+        else:
+            pending.remove(trial)
+        trial.status = TrialStatus.SUCCEEDED
+        trial.responses = responses
+        trial.started_at = trial.finished_at = now
+        recorded.append(trial)
+    looping = await repositories.running_optimization(session, experiment_id) is not None
+    done = not pending and not looping
+    experiment.status = ExperimentStatus.COMPLETED if done else ExperimentStatus.RUNNING
+    await session.commit()
+    return recorded
+
+
+def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    config = item.get("config")
+    if not isinstance(config, Mapping):
+        raise DomainError(f"observations.{i}.config", "must be an object of factor values")
+    try:
+        return space.check_config(config)
+    except DomainError as error:
+        raise DomainError(f"observations.{i}.config.{error.field}", error.rule) from None
+
+
+def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
+    responses = item.get("responses")
+    if not isinstance(responses, Mapping) or not responses:
+        raise DomainError(f"observations.{i}.responses", "must be a non-empty object")
+    checked: dict[str, float] = {}
+    for name, value in responses.items():
+        field_name = f"observations.{i}.responses.{name}"
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise DomainError(field_name, "a response name must match [A-Za-z_][A-Za-z0-9_]*")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DomainError(field_name, "must be a number")
+        if not math.isfinite(value):
+            raise DomainError(field_name, "must be finite")
+        checked[name] = float(value)
+    return checked
