@@ -16,14 +16,23 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from app.api.body_limit import BodySizeLimit
 from app.api.deps import current_principal
 from app.api.errors import install_error_handlers
-from app.api.routes import designs, experiments, health, plots, suggestions, targets, trials
+from app.api.routes import (
+    designs,
+    experiments,
+    health,
+    optimization_loop,
+    plots,
+    suggestions,
+    targets,
+    trials,
+)
 from app.config import Settings, get_settings
 from app.db.migrate import ensure_schema
 from app.db.session import Database
 from app.queue import TaskQueue
 from app.reaper import reap_forever
 from app.services.tallies import TallyCache
-from app.targets import load_targets
+from app.target_specs import load_targets
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +92,7 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     app.add_exception_handler(ConnectionError, _database_unavailable)
     # Every route needs an API key but the health check (and FastAPI's /docs, /openapi.json).
     keyed = [Depends(current_principal)]
-    for router in (experiments, suggestions, plots, trials, designs, targets):
+    for router in (experiments, suggestions, optimization_loop, plots, trials, designs, targets):
         app.include_router(router.router, dependencies=keyed)
     app.include_router(health.router)
     return app

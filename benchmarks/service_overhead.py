@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.db.migrate import upgrade_to_head
-from app.targets import load_targets
+from app.target_specs import load_targets
 from client.processes import running_service, wait_until
 from worker.targets import build_target
 

@@ -7,7 +7,7 @@ from kombu import Queue
 
 from app.config import get_settings
 from app.queue import trial_queue
-from app.targets import load_targets
+from app.target_specs import load_targets
 
 settings = get_settings()
 celery_app = Celery("galera_doe", broker=settings.broker_url, include=["worker.tasks"])

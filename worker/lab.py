@@ -11,7 +11,7 @@ import json
 import sys
 
 from app.config import get_settings
-from app.targets import load_targets
+from app.target_specs import load_targets
 from worker.galera import GaleraError, LabCluster, LabLayout
 from worker.targets.lab import layout_from
 

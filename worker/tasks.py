@@ -27,11 +27,11 @@ from celery.signals import worker_shutdown
 from app.config import get_settings
 from app.db.session import AsyncSession
 from app.queue import ADVANCE_OPTIMIZATION_TASK, RUN_TRIAL_TASK, TaskQueue
-from app.services import optimization, trial_runs
+from app.services import optimization_loop, trial_runs
 from app.services.errors import UnavailableError
 from app.services.trial_runs import ClaimedTrial
 from app.statuses import Failure, TrialStatus
-from app.targets import load_targets
+from app.target_specs import load_targets
 from worker import runtime
 from worker.celery_app import celery_app
 from worker.runtime import retrying
@@ -229,7 +229,7 @@ async def execute_advance(optimization_id: int) -> str:
     try:
         sent = await retrying(
             f"advancing optimization {optimization_id}",
-            lambda session: optimization.advance(
+            lambda session: optimization_loop.advance(
                 session,
                 optimization_id=optimization_id,
                 queue=queue,
@@ -247,7 +247,7 @@ async def execute_advance(optimization_id: int) -> str:
         failure = traceback.format_exc(limit=5)
         await retrying(
             f"recording the failure of optimization {optimization_id}",
-            lambda session: optimization.fail(
+            lambda session: optimization_loop.fail(
                 session, optimization_id=optimization_id, error=failure
             ),
         )

@@ -11,7 +11,7 @@ from app.db import repositories
 from app.db.models import Experiment
 from app.services.api_keys import Principal
 from app.services.errors import NotFoundError
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments.errors import DomainError
 
 

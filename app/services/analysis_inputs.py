@@ -14,7 +14,7 @@ from app.db.models import Experiment
 from app.services.access import experiment_of
 from app.services.progress import measured_value
 from app.statuses import TrialStatus
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments import analysis
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError

@@ -14,7 +14,7 @@ from app.db import repositories
 from app.db.models import Experiment, Trial
 from app.services.errors import NotFoundError
 from app.statuses import TrialSource, TrialStatus
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
 from experiments.designs import Design, DesignRequest, design_size, plan
 from experiments.errors import DomainError

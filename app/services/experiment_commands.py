@@ -22,7 +22,7 @@ from app.services.idempotency import Idempotency
 from app.services.progress import ExperimentDetail, get
 from app.services.trial_runs import send_trials
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments.analysis.optimize import check_desirability
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError

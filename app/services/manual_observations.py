@@ -14,7 +14,7 @@ from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError
 from app.services.trial_runs import new_trial
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
 

@@ -14,7 +14,7 @@ from app.db import repositories
 from app.db.models import Trial
 from app.services import access, analysis_inputs
 from app.services.analysis_inputs import FitInputs
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments import analysis, plots
 from experiments.analysis.model import FittedModel, fit_model
 from experiments.analysis.slices import Slice, response_slice

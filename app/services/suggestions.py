@@ -15,7 +15,7 @@ from app.queue import TaskQueue
 from app.services import access, progress, trial_runs
 from app.services.errors import ConflictError, NotFoundError
 from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialStatus
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace

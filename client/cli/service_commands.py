@@ -12,7 +12,7 @@ import typer
 import uvicorn
 
 from app.config import Settings
-from app.targets import load_targets
+from app.target_specs import load_targets
 from client.cli.base import EXIT_INTERRUPTED, EXIT_USAGE, Model, cli, fail
 from client.demo import QUICKSTART, run_demo
 from client.processes import ServiceError, worker_command

@@ -3,7 +3,7 @@ the settings the API and the workers read, the targets file, credentials, and th
 
 No Docker engine is needed: the file is parsed, interpolated with a distinct placeholder per
 variable (so a URL that names the wrong variable shows), and checked against the click group of
-the CLI, `app.config.Settings`, `app.targets.load_targets` and the worker's target classes.
+the CLI, `app.config.Settings`, `app.target_specs.load_targets` and the worker's target classes.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from app.config import Settings
-from app.targets import TargetSpec, load_targets
+from app.target_specs import TargetSpec, load_targets
 from client.cli import cli
 from worker.targets import build_target
 

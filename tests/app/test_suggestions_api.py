@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from app.services import optimization
+from app.services import optimization_loop
 
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
@@ -251,7 +251,7 @@ async def test_a_loop_that_breaks_is_marked_failed_with_its_error(api, database)
     path = f"/experiments/{experiment_id}/optimize"
     loop = (await api.post(path, json={"strategy": "bayes", "budget": 5})).json()
     async with database.session() as session:
-        await optimization.fail(session, optimization_id=loop["id"], error="Traceback: boom")
+        await optimization_loop.fail(session, optimization_id=loop["id"], error="Traceback: boom")
     detail = (await api.get(f"/experiments/{experiment_id}")).json()
     assert detail["optimization"]["status"] == "failed"
     assert detail["optimization"]["error"] == "Traceback: boom"

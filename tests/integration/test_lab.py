@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from app.config import Settings
-from app.targets import MEASURED_RESPONSES
+from app.target_specs import MEASURED_RESPONSES
 from client.http import Client
 from client.processes import running_service
 from tests.conftest import clear_trial_queues

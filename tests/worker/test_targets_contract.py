@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.targets import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS, TargetSpec, load_targets
+from app.target_specs import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS, TargetSpec, load_targets
 from worker.targets import TARGET_CLASSES, build_target, cluster
 from worker.targets.base import InfrastructureError, Target, TargetError, TrialCancelledError
 from worker.targets.cluster import run_processes

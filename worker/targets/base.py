@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from app.targets import GALERA_RESPONSES
+from app.target_specs import GALERA_RESPONSES
 
 __all__ = [
     "GALERA_RESPONSES",

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.targets import CLUSTER_FACTORS, WORKLOADS
+from app.target_specs import CLUSTER_FACTORS, WORKLOADS
 from worker import galera, sysbench
 from worker.targets.base import (
     InfeasibleError,

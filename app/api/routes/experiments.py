@@ -18,7 +18,7 @@ from app.api.deps import (
     TalliesDep,
     TargetsDep,
 )
-from app.api.routes.suggestions import optimization_out
+from app.api.routes.optimization_loop import optimization_out
 from app.api.schemas import (
     EXAMPLE_OBSERVATION,
     KEYED_RESPONSES,
@@ -34,7 +34,7 @@ from app.services import (
     analysis_inputs,
     experiment_commands,
     manual_observations,
-    optimization,
+    optimization_loop,
     progress,
 )
 from app.services.experiment_commands import NewExperiment
@@ -203,7 +203,7 @@ async def record_observations(
         targets=targets,
     )
     recorded = [TrialOut.model_validate(t) for t in trials]
-    await optimization.advance_running(
+    await optimization_loop.advance_running(
         session, experiment_id=experiment_id, queue=queue, targets=targets
     )
     return recorded

@@ -1,4 +1,4 @@
-"""What to run next: suggestions (stored, accepted one by one) and the closed optimization loop."""
+"""What to run next: suggestions, stored and accepted one by one."""
 
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ from fastapi import APIRouter, Path, status
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, QueueDep, SessionDep, TargetsDep
 from app.api.schemas import (
     KEYED_RESPONSES,
-    OptimizationOut,
-    OptimizeIn,
     PlanOut,
     SuggestionOut,
     SuggestionsIn,
     TrialOut,
     error_responses,
 )
-from app.services import optimization, suggestions
-from app.services.progress import LoopProgress
+from app.services import suggestions
 
 router = APIRouter(
     prefix="/experiments",
@@ -28,30 +25,6 @@ router = APIRouter(
 )
 
 SuggestionId = Annotated[int, Path(ge=1, le=2**31 - 1)]
-
-
-def optimization_out(progress: LoopProgress) -> OptimizationOut:
-    """The loop as clients see it."""
-    loop = progress.optimization
-    return OptimizationOut(
-        id=loop.id,
-        experiment_id=loop.experiment_id,
-        status=loop.status,
-        strategy=loop.strategy,
-        budget=loop.budget,
-        batch_size=loop.batch_size,
-        stop_when_expected_improvement_below=loop.stop_below,
-        rounds=loop.rounds,
-        trials_used=progress.trials_used,
-        stage=loop.stage,
-        explanation=loop.explanation,
-        expected_improvement=loop.expected_improvement,
-        stop_reason=loop.stop_reason,
-        error=loop.error,
-        started_at=loop.started_at,
-        updated_at=loop.updated_at,
-        finished_at=loop.finished_at,
-    )
 
 
 @router.post("/{experiment_id}/suggestions", responses=error_responses(400, 413))
@@ -103,26 +76,3 @@ async def accept_suggestion(
         targets=targets,
     )
     return TrialOut.model_validate(trial)
-
-
-@router.post(
-    "/{experiment_id}/optimize",
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=error_responses(400, 409, 413),
-)
-async def optimize(
-    experiment_id: OwnedExperimentId,
-    body: OptimizeIn,
-    session: SessionDep,
-    queue: QueueDep,
-    targets: TargetsDep,
-) -> OptimizationOut:
-    """Start the closed loop; follow it in GET /experiments/{id} (`optimization`)."""
-    progress = await optimization.start(
-        session,
-        experiment_id=experiment_id,
-        request=optimization.LoopRequest(**body.model_dump()),
-        queue=queue,
-        targets=targets,
-    )
-    return optimization_out(progress)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.targets import GALERA_RESPONSES, TargetsFileError, load_targets
+from app.target_specs import GALERA_RESPONSES, TargetsFileError, load_targets
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 

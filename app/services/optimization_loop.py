@@ -32,7 +32,7 @@ from app.statuses import (
     TrialSource,
     TrialStatus,
 )
-from app.targets import TargetSpec
+from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
