@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Experiment
 from app.services.api_keys import Principal
 from app.services.errors import NotFoundError
@@ -21,7 +21,7 @@ async def visible_experiment(
     """The experiment, read afresh; NotFoundError unless it exists and `viewer` may see it:
     another owner's experiment is answered exactly like a missing one, so its existence leaks
     nothing."""
-    experiment = await repositories.get_experiment(session, experiment_id)
+    experiment = await rows.get_experiment(session, experiment_id)
     if experiment is None or not viewer.sees(experiment.owner):
         raise NotFoundError("experiment", experiment_id)
     return experiment
@@ -29,15 +29,15 @@ async def visible_experiment(
 
 async def check_trial_visible(session: AsyncSession, *, trial_id: int, viewer: Principal) -> None:
     """NotFoundError unless the trial exists and `viewer` may see its experiment."""
-    trial = await repositories.get_trial(session, trial_id)
-    experiment = trial and await repositories.get_experiment(session, trial.experiment_id)
+    trial = await rows.get_trial(session, trial_id)
+    experiment = trial and await rows.get_experiment(session, trial.experiment_id)
     if experiment is None or not viewer.sees(experiment.owner):
         raise NotFoundError("trial", trial_id)
 
 
 async def experiment_of(session: AsyncSession, experiment_id: int) -> Experiment:
     """The experiment, or NotFoundError."""
-    experiment = await repositories.get_experiment(session, experiment_id)
+    experiment = await rows.get_experiment(session, experiment_id)
     if experiment is None:
         raise NotFoundError("experiment", experiment_id)
     return experiment

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Experiment
 from app.services.access import experiment_of
 from app.services.progress import measured_value
@@ -60,7 +60,7 @@ async def fit_inputs(
     target = targets.get(experiment.target)
     if target is not None:
         target.check_response(name, "response")
-    trials = await repositories.list_trials(session, experiment_id)
+    trials = await rows.list_trials(session, experiment_id)
     bounds = experiment.objective.get("constraints") or []
     goals = experiment.objective.get("desirability") or []
     needed = [name, *(bound["response"] for bound in bounds), *(g["response"] for g in goals)]

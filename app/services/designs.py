@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Experiment, Trial
 from app.services.errors import NotFoundError
 from app.statuses import TrialSource, TrialStatus
@@ -102,10 +102,10 @@ def report_of(design: Design) -> dict[str, Any]:
 
 async def run_table(session: AsyncSession, *, experiment_id: int) -> tuple[Experiment, list[Trial]]:
     """An experiment and its planned runs (observations and suggestions excluded), in run order."""
-    experiment = await repositories.get_experiment(session, experiment_id)
+    experiment = await rows.get_experiment(session, experiment_id)
     if experiment is None:
         raise NotFoundError("experiment", experiment_id)
-    trials = await repositories.list_trials(session, experiment_id)
+    trials = await rows.list_trials(session, experiment_id)
     return experiment, [t for t in trials if t.source == TrialSource.DESIGN]
 
 

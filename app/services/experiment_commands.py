@@ -11,7 +11,7 @@ from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Experiment, Trial, utcnow
 from app.queue import TaskQueue
 from app.services import designs
@@ -149,7 +149,7 @@ async def start(
             f"target '{target.name}' is {target.kind}: it runs nothing; "
             f"record results with POST /experiments/{experiment_id}/observations"
         )
-    pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    pending = await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING)
     ids = [t.id for t in pending]
     await send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
     if idempotency is not None:
@@ -175,8 +175,8 @@ async def cancel(session: AsyncSession, *, experiment_id: int) -> ExperimentDeta
     no result and releases the target, within seconds. A trial whose worker is gone is
     cancelled by the reaper when its lease expires."""
     experiment = await experiment_of(session, experiment_id)
-    await repositories.cancel_unstarted_trials(session, experiment_id)
-    loop = await repositories.running_optimization(session, experiment_id)
+    await rows.cancel_unstarted_trials(session, experiment_id)
+    loop = await rows.running_optimization(session, experiment_id)
     if loop is not None:
         loop.status = OptimizationStatus.CANCELLED
         loop.stop_reason = "the experiment was cancelled"

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Trial, utcnow
 from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError
@@ -53,10 +53,8 @@ async def record_observations(
         (_observed_config(space, item, i), _observed_responses(item, i))
         for i, item in enumerate(observations)
     ]
-    pending = list(
-        await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
-    )
-    next_order = await repositories.max_run_order(session, experiment_id)
+    pending = list(await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING))
+    next_order = await rows.max_run_order(session, experiment_id)
     now = utcnow()
     recorded: list[Trial] = []
     for config, responses in checked:
@@ -78,7 +76,7 @@ async def record_observations(
         trial.responses = responses
         trial.started_at = trial.finished_at = now
         recorded.append(trial)
-    looping = await repositories.running_optimization(session, experiment_id) is not None
+    looping = await rows.running_optimization(session, experiment_id) is not None
     done = not pending and not looping
     experiment.status = ExperimentStatus.COMPLETED if done else ExperimentStatus.RUNNING
     await session.commit()

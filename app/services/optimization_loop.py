@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import models, repositories
+from app.db import models, rows
 from app.db.models import utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
 from app.services import access, progress, suggestions, trial_runs
@@ -92,8 +92,8 @@ async def start(
     # transaction of the reads above (a MariaDB snapshot older than the other start's commit),
     # take the experiment's row, then read the loops afresh.
     await session.commit()
-    await repositories.lock_experiment(session, experiment_id)
-    running = await repositories.running_optimization(session, experiment_id)
+    await rows.lock_experiment(session, experiment_id)
+    running = await rows.running_optimization(session, experiment_id)
     if running is not None:
         raise ConflictError(
             f"optimization {running.id} already runs on experiment {experiment_id}; wait for it"
@@ -114,7 +114,7 @@ async def start(
     if not target.runnable:
         await advance(session, optimization_id=loop.id, queue=queue, targets=targets)
         return await progress.loop_progress(session, await _get(session, loop.id))
-    pending = await repositories.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    pending = await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING)
     try:
         if pending:
             # The loop builds on the planned runs: they run first, and the last one to finish
@@ -130,7 +130,7 @@ async def start(
 
 
 async def _get(session: AsyncSession, optimization_id: int) -> models.Optimization:
-    loop = await repositories.get_optimization(session, optimization_id)
+    loop = await rows.get_optimization(session, optimization_id)
     if loop is None:
         raise NotFoundError("optimization", optimization_id)
     return loop
@@ -149,11 +149,11 @@ async def advance(
     finished. A round that ends the loop records why (budget, stopping rule, the strategy has
     nothing worth running) and completes the experiment.
     """
-    loop = await repositories.get_optimization(session, optimization_id)
+    loop = await rows.get_optimization(session, optimization_id)
     if loop is None or loop.status != OptimizationStatus.RUNNING:
         return []
     experiment = await access.experiment_of(session, loop.experiment_id)
-    trials = await repositories.list_trials(session, experiment.id)
+    trials = await rows.list_trials(session, experiment.id)
     if experiment.status == ExperimentStatus.CANCELLED:
         await _finish(session, loop, OptimizationStatus.CANCELLED, "the experiment was cancelled")
         return []
@@ -163,7 +163,7 @@ async def advance(
     used = sum(t.optimization_id == loop.id for t in trials)
     # Planning fits a model (seconds on a large experiment): off the API's event loop.
     plan = await asyncio.to_thread(_next, experiment, trials, loop, used)
-    if not await repositories.claim_round(session, loop.id, seen=seen):
+    if not await rows.claim_round(session, loop.id, seen=seen):
         await session.rollback()
         return []  # another delivery of this step planned the round
     if plan.stage != DONE:  # a stop for budget or error keeps the stage the loop was at
@@ -174,15 +174,15 @@ async def advance(
         return []
     space = FactorSpace.from_dicts(experiment.factors)
     plan = _grouped(space, plan)
-    order = await repositories.max_run_order(session, experiment.id)
-    rows = suggestions.stored(
+    order = await rows.max_run_order(session, experiment.id)
+    stored = suggestions.stored(
         experiment,
         plan,
         based_on=sum(t.status == TrialStatus.SUCCEEDED for t in trials),
         optimization_id=loop.id,
     )
     created = []
-    for offset, (row, suggestion) in enumerate(zip(rows, plan.suggestions, strict=True), start=1):
+    for offset, (row, suggestion) in enumerate(zip(stored, plan.suggestions, strict=True), start=1):
         trial = trial_runs.new_trial(
             space,
             experiment_id=experiment.id,
@@ -209,7 +209,7 @@ async def advance(
 async def fail(session: AsyncSession, *, optimization_id: int, error: str) -> None:
     """Mark a running loop failed with the error that broke it; its trials are kept."""
     await session.rollback()
-    loop = await repositories.get_optimization(session, optimization_id)
+    loop = await rows.get_optimization(session, optimization_id)
     if loop is not None and loop.status == OptimizationStatus.RUNNING:
         await _finish(session, loop, OptimizationStatus.FAILED, error=error)
 
@@ -222,7 +222,7 @@ async def advance_running(
     targets: Mapping[str, TargetSpec],
 ) -> None:
     """Advance the experiment's running loop, if there is one (after new observations)."""
-    loop = await repositories.running_optimization(session, experiment_id)
+    loop = await rows.running_optimization(session, experiment_id)
     if loop is not None:
         await advance(session, optimization_id=loop.id, queue=queue, targets=targets)
 
@@ -276,8 +276,8 @@ async def _finish(
     loop.stop_reason = reason
     loop.error = error
     loop.finished_at = utcnow()
-    experiment = await repositories.get_experiment(session, loop.experiment_id)
-    trials = await repositories.list_trials(session, loop.experiment_id)
+    experiment = await rows.get_experiment(session, loop.experiment_id)
+    trials = await rows.list_trials(session, loop.experiment_id)
     if (
         experiment is not None
         and experiment.status == ExperimentStatus.RUNNING

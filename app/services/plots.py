@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 from matplotlib.figure import Figure
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Trial
 from app.services import access, analysis_inputs
 from app.services.analysis_inputs import FitInputs
@@ -102,7 +102,7 @@ async def png(
     draw: Callable[[], Figure]
     if kind == "progress":
         experiment = await access.experiment_of(session, experiment_id)
-        trials = [_trial(t) for t in await repositories.list_trials(session, experiment_id)]
+        trials = [_trial(t) for t in await rows.list_trials(session, experiment_id)]
         name = response or experiment.objective["response"]
         goal = experiment.objective["goal"]
 

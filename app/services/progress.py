@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import overview, rows
 from app.db.models import Experiment, Optimization, Trial, utcnow
 from app.services import tallies
 from app.services.access import experiment_of, visible_experiment
@@ -93,9 +93,7 @@ async def get_all(
     """The experiments `viewer` may see, newest first, with their progress (what their
     trials add up to from `cache` while they have not changed)."""
     owner = None if viewer.admin else viewer.owner
-    experiments = await repositories.list_experiments(
-        session, owner=owner, limit=limit, offset=offset
-    )
+    experiments = await rows.list_experiments(session, owner=owner, limit=limit, offset=offset)
     return await _summaries(session, experiments, cache)
 
 
@@ -104,13 +102,13 @@ async def _detail(
 ) -> ExperimentDetail:
     if not with_trials:
         return (await _summaries(session, [experiment]))[0]
-    trials = await repositories.list_trials(session, experiment.id)
+    trials = await rows.list_trials(session, experiment.id)
     return ExperimentDetail(
         experiment=experiment,
         progress=_progress(trials),
         best=_best(experiment, trials),
         timing=timing_of(trials, utcnow()),
-        optimization=_loop(await repositories.latest_optimization(session, experiment.id), trials),
+        optimization=_loop(await rows.latest_optimization(session, experiment.id), trials),
         trials=trials,
     )
 
@@ -123,7 +121,7 @@ async def _summaries(
     if not experiments:
         return []
     counted = await tallies.tallies(session, experiments, cache)
-    loops = await repositories.get_optimizations(
+    loops = await overview.get_optimizations(
         session, [t.latest_loop for t in counted.values() if t.latest_loop is not None]
     )
     bests = _bests(experiments, [row for t in counted.values() for row in t.top])
@@ -154,12 +152,12 @@ async def get_trials(
     """An experiment's trials in run order, without their raw output; 404 unless `viewer`
     may see the experiment."""
     await visible_experiment(session, experiment_id=experiment_id, viewer=viewer)
-    return await repositories.list_trials(session, experiment_id, raw_output=False)
+    return await rows.list_trials(session, experiment_id, raw_output=False)
 
 
 async def get_trial(session: AsyncSession, *, trial_id: int) -> Trial:
     """One trial."""
-    trial = await repositories.get_trial(session, trial_id)
+    trial = await rows.get_trial(session, trial_id)
     if trial is None:
         raise NotFoundError("trial", trial_id)
     return trial
@@ -167,7 +165,7 @@ async def get_trial(session: AsyncSession, *, trial_id: int) -> Trial:
 
 async def loop_progress(session: AsyncSession, loop: Optimization) -> LoopProgress:
     """A loop with the number of trials it has run so far."""
-    trials = await repositories.list_trials(session, loop.experiment_id)
+    trials = await rows.list_trials(session, loop.experiment_id)
     progress = _loop(loop, trials)
     assert progress is not None
     return progress
@@ -189,7 +187,7 @@ def _progress(trials: Sequence[Trial]) -> dict[str, int]:
     return counts
 
 
-def _progress_of(summaries: Sequence[repositories.StatusSummary]) -> dict[str, int]:
+def _progress_of(summaries: Sequence[overview.StatusSummary]) -> dict[str, int]:
     """`_progress` from the database's counts by status."""
     counts = {status.value: 0 for status in TrialStatus}
     for summary in summaries:
@@ -223,7 +221,7 @@ class _RunTimes:
 
 
 def _run_times_of(
-    summaries: Sequence[repositories.StatusSummary], running_starts: Sequence[datetime]
+    summaries: Sequence[overview.StatusSummary], running_starts: Sequence[datetime]
 ) -> _RunTimes:
     starts = [s.first_started_at for s in summaries if s.first_started_at is not None]
     finishes = [s.last_finished_at for s in summaries if s.last_finished_at is not None]
@@ -301,7 +299,7 @@ def _best(experiment: Experiment, trials: Sequence[Trial]) -> Best | None:
 
 def _bests(experiments: Sequence[Experiment], top: Sequence[Any]) -> dict[int, Best]:
     """`_best` of each experiment from the database's pick of its top trial for its objective
-    and any trial whose responses only Python could read (see `repositories.top_trials`):
+    and any trial whose responses only Python could read (see `overview.top_trials`):
     the same choice as `_best` over every trial in run order."""
     objectives = {e.id: (e.objective["response"], e.objective["goal"]) for e in experiments}
     candidates: dict[int, list[Any]] = {}

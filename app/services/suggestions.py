@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import models, repositories
+from app.db import models, rows
 from app.queue import TaskQueue
 from app.services import access, progress, trial_runs
 from app.services.errors import ConflictError, NotFoundError
@@ -132,20 +132,20 @@ async def propose(
 ) -> Proposal:
     """The next configurations by `strategy`, stored as open suggestions; nothing runs."""
     experiment = await access.experiment_of(session, experiment_id)
-    trials = await repositories.list_trials(session, experiment_id)
+    trials = await rows.list_trials(session, experiment_id)
     # Fitting the strategy's model takes seconds on a large experiment: off the event loop.
     plan = await asyncio.to_thread(plan_for, experiment, trials, strategy=strategy, count=count)
     based_on = sum(t.status == TrialStatus.SUCCEEDED for t in trials)
-    rows = stored(experiment, plan, based_on=based_on, optimization_id=None)
-    session.add_all(rows)
+    made = stored(experiment, plan, based_on=based_on, optimization_id=None)
+    session.add_all(made)
     await session.commit()
-    return Proposal(plan=plan, suggestions=rows)
+    return Proposal(plan=plan, suggestions=made)
 
 
 async def get_all(session: AsyncSession, *, experiment_id: int) -> Sequence[models.Suggestion]:
     """The experiment's stored suggestions, oldest first."""
     await access.experiment_of(session, experiment_id)
-    return await repositories.list_suggestions(session, experiment_id)
+    return await rows.list_suggestions(session, experiment_id)
 
 
 async def accept(
@@ -159,7 +159,7 @@ async def accept(
     """Turn an open suggestion into a trial and run it (on a manual target, the trial waits
     for its observation). Raises ConflictError when it was accepted already."""
     experiment = await access.experiment_of(session, experiment_id)
-    suggestion = await repositories.get_suggestion(session, suggestion_id)
+    suggestion = await rows.get_suggestion(session, suggestion_id)
     if suggestion is None or suggestion.experiment_id != experiment_id:
         raise NotFoundError("suggestion", suggestion_id)
     if experiment.status == ExperimentStatus.CANCELLED:
@@ -173,14 +173,14 @@ async def accept(
     trial = trial_runs.new_trial(
         space,
         experiment_id=experiment_id,
-        run_order=await repositories.max_run_order(session, experiment_id) + 1,
+        run_order=await rows.max_run_order(session, experiment_id) + 1,
         config=suggestion.config,
         point_type=suggestion.point_type,
         source=TrialSource.SUGGESTION,
     )
     session.add(trial)
     await session.flush()
-    if not await repositories.accept_suggestion(session, suggestion_id, trial_id=trial.id):
+    if not await rows.accept_suggestion(session, suggestion_id, trial_id=trial.id):
         await session.rollback()
         raise ConflictError(f"suggestion {suggestion_id} was accepted already")
     experiment.status = ExperimentStatus.RUNNING

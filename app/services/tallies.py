@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import overview
 from app.db.models import Experiment
-from app.db.repositories import StatusSummary
+from app.db.overview import StatusSummary
 from app.statuses import TrialStatus
 
 DEFAULT_CACHE_SIZE = 10_000
@@ -27,7 +27,7 @@ DEFAULT_CACHE_SIZE = 10_000
 @dataclass(frozen=True)
 class Tally:
     """One experiment's trials added up: a summary per status, its top trials for its
-    objective (see `repositories.top_trials`), the starts of its running trials, and its
+    objective (see `overview.top_trials`), the starts of its running trials, and its
     newest optimization loop (id, and how many trials that loop made)."""
 
     summaries: tuple[StatusSummary, ...]
@@ -105,15 +105,15 @@ async def _read(session: AsyncSession, experiments: Sequence[Experiment]) -> dic
         objectives.setdefault(key, []).append(experiment.id)
     (response, goal), top_ids = next(iter(objectives.items()))
     ids = [e.id for e in experiments]
-    overview = await repositories.overview_trials(
+    added_up = await overview.overview_trials(
         session, ids, top_ids=top_ids, response=response, maximize=goal == "maximize"
     )
-    top = list(overview.top)
+    top = list(added_up.top)
     for (response, goal), more in list(objectives.items())[1:]:
-        top += await repositories.top_trials(
+        top += await overview.top_trials(
             session, more, response=response, maximize=goal == "maximize"
         )
-    summaries = overview.summaries
+    summaries = added_up.summaries
     # A target runs one trial at a time: the summary has the starts of up to two running ones.
     running = [
         (s.experiment_id, start)
@@ -122,11 +122,11 @@ async def _read(session: AsyncSession, experiments: Sequence[Experiment]) -> dic
         for start in s.starts or []
     ]
     if any(s.status == TrialStatus.RUNNING and s.starts is None for s in summaries):
-        running = await repositories.running_trial_starts(session, ids)
-    used = await repositories.count_loop_trials(session, list(overview.latest_loops.values()))
+        running = await overview.running_trial_starts(session, ids)
+    used = await overview.count_loop_trials(session, list(added_up.latest_loops.values()))
     read = {}
     for experiment_id in ids:
-        loop = overview.latest_loops.get(experiment_id)
+        loop = added_up.latest_loops.get(experiment_id)
         read[experiment_id] = Tally(
             summaries=tuple(s for s in summaries if s.experiment_id == experiment_id),
             top=tuple(row for row in top if row.experiment_id == experiment_id),

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import repositories
+from app.db import rows
 from app.db.models import Experiment, Optimization, Trial, utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
 from app.services.errors import UnavailableError
@@ -37,7 +37,7 @@ async def claim(
     session: AsyncSession, *, trial_id: int, worker: str, lease: timedelta
 ) -> ClaimedTrial | None:
     """Take a queued trial (atomically); None when it is not queued (a duplicate delivery)."""
-    claimed = await repositories.claim_trial(session, trial_id, worker=worker, lease=lease)
+    claimed = await rows.claim_trial(session, trial_id, worker=worker, lease=lease)
     await session.commit()
     if not claimed:
         return None
@@ -47,10 +47,10 @@ async def claim(
 async def held_by(session: AsyncSession, *, trial_id: int, worker: str) -> ClaimedTrial | None:
     """The trial if it runs under `worker`'s claim: a claim committed just before the
     connection broke is found again this way. None otherwise."""
-    trial = await repositories.get_trial(session, trial_id)
+    trial = await rows.get_trial(session, trial_id)
     if trial is None or trial.status != TrialStatus.RUNNING or trial.worker != worker:
         return None
-    experiment = await repositories.get_experiment(session, trial.experiment_id)
+    experiment = await rows.get_experiment(session, trial.experiment_id)
     assert experiment is not None
     return ClaimedTrial(
         trial_id=trial.id,
@@ -91,14 +91,14 @@ async def record_failure(
     again); any other failure, or the last attempt, is final: `failed`, left out of every fit.
     Returns the new status, or None if the trial was no longer this worker's.
     """
-    trial = await repositories.get_trial(session, claimed.trial_id)
+    trial = await rows.get_trial(session, claimed.trial_id)
     history = trial.error if trial is not None else None
     line = _attempt_line(claimed.attempt, failure, error)
     if history is not None and history.endswith(line):
         history = history[: -len(line)].rstrip("\n") or None  # recorded already: record again
     errors = f"{history}\n{line}" if history else line
     if failure == Failure.INFRASTRUCTURE and claimed.attempt < max_attempts:
-        requeued = await repositories.transition_claimed(
+        requeued = await rows.transition_claimed(
             session,
             claimed.trial_id,
             worker=claimed.worker,
@@ -129,10 +129,10 @@ async def stop_reason(session: AsyncSession, *, claimed: ClaimedTrial) -> str | 
 
     A trial the reaper put back in the queue while this worker could not reach the database,
     and that no one claimed again, is still this worker's: its result will be recorded."""
-    trial = await repositories.get_trial(session, claimed.trial_id)
+    trial = await rows.get_trial(session, claimed.trial_id)
     if trial is None:
         return "the trial no longer exists"
-    experiment = await repositories.get_experiment(session, trial.experiment_id)
+    experiment = await rows.get_experiment(session, trial.experiment_id)
     if trial.status == TrialStatus.CANCELLED or (
         experiment is not None and experiment.status == ExperimentStatus.CANCELLED
     ):
@@ -171,15 +171,15 @@ async def reap(
     once. A trial whose experiment was cancelled while its worker was lost is cancelled."""
     now = utcnow()
     requeued, failed, cancelled = [], [], []
-    for trial in await repositories.expired_trials(session, now):
-        experiment = await repositories.get_experiment(session, trial.experiment_id)
+    for trial in await rows.expired_trials(session, now):
+        experiment = await rows.get_experiment(session, trial.experiment_id)
         if experiment is not None and experiment.status == ExperimentStatus.CANCELLED:
-            if await repositories.transition(
+            if await rows.transition(
                 session,
                 trial.id,
                 from_statuses=[TrialStatus.RUNNING],
                 to_status=TrialStatus.CANCELLED,
-                values=repositories.finished_values(now),
+                values=rows.finished_values(now),
             ):
                 cancelled.append(trial.id)
             continue
@@ -194,9 +194,9 @@ async def reap(
         values: dict[str, Any] = (
             {"error": error, "lease_expires_at": None, "queued_at": now}
             if retry
-            else {"error": error, "failure": Failure.LOST, **repositories.finished_values()}
+            else {"error": error, "failure": Failure.LOST, **rows.finished_values()}
         )
-        if not await repositories.transition(
+        if not await rows.transition(
             session,
             trial.id,
             from_statuses=[TrialStatus.RUNNING],
@@ -215,15 +215,15 @@ async def reap(
     # one UPDATE and one batch per target, not a few round trips each.
     lost = [
         queued
-        for queued in await repositories.queued_trials_before(session, now - resend_after)
+        for queued in await rows.queued_trials_before(session, now - resend_after)
         if queued.trial_id not in live and queued.trial_id not in requeued
     ]
     resent = [queued.trial_id for queued in lost]
-    await repositories.mark_queued(session, resent, now)
+    await rows.mark_queued(session, resent, now)
     await session.commit()
     by_target: dict[str, list[int]] = {}
     for trial_id in requeued:
-        trial = await repositories.get_trial(session, trial_id)
+        trial = await rows.get_trial(session, trial_id)
         assert trial is not None  # trials are deleted only with their experiment
         by_target.setdefault(await _target_of(session, trial.experiment_id), []).append(trial_id)
     for queued in lost:
@@ -240,7 +240,7 @@ async def reap(
 
 
 async def _target_of(session: AsyncSession, experiment_id: int) -> str:
-    experiment = await repositories.get_experiment(session, experiment_id)
+    experiment = await rows.get_experiment(session, experiment_id)
     assert experiment is not None  # a trial or a loop keeps its experiment
     return experiment.target
 
@@ -250,8 +250,8 @@ async def _stalled_loops(session: AsyncSession, before: datetime) -> list[Optimi
     since: the message that asks for it was lost (a broker restart). Sending it again is
     harmless: a round is claimed once however often it is asked for."""
     stalled = []
-    for loop in await repositories.running_optimizations(session):
-        trials = await repositories.list_trials(session, loop.experiment_id)
+    for loop in await rows.running_optimizations(session):
+        trials = await rows.list_trials(session, loop.experiment_id)
         if not _round_over(trials):
             continue
         last_change = max([loop.updated_at, *(t.finished_at for t in trials if t.finished_at)])
@@ -268,7 +268,7 @@ async def renew_lease(
     session: AsyncSession, *, trial_id: int, worker: str, lease: timedelta
 ) -> bool:
     """Keep a running trial's lease alive; False when the trial is no longer this worker's."""
-    renewed = await repositories.renew_trial_lease(session, trial_id, worker=worker, lease=lease)
+    renewed = await rows.renew_trial_lease(session, trial_id, worker=worker, lease=lease)
     await session.commit()
     return renewed
 
@@ -276,18 +276,18 @@ async def renew_lease(
 async def optimization_to_advance(session: AsyncSession, *, experiment_id: int) -> int | None:
     """The experiment's running optimization loop when every trial has finished: its next
     round is due. None otherwise."""
-    loop = await repositories.running_optimization(session, experiment_id)
+    loop = await rows.running_optimization(session, experiment_id)
     if loop is None:
         return None
-    return loop.id if _round_over(await repositories.list_trials(session, experiment_id)) else None
+    return loop.id if _round_over(await rows.list_trials(session, experiment_id)) else None
 
 
 async def target_name(session: AsyncSession, *, trial_id: int) -> str | None:
     """The target a queued trial runs on; None when the trial is not queued (nothing to do)."""
-    trial = await repositories.get_trial(session, trial_id)
+    trial = await rows.get_trial(session, trial_id)
     if trial is None or trial.status != TrialStatus.QUEUED:
         return None
-    experiment = await repositories.get_experiment(session, trial.experiment_id)
+    experiment = await rows.get_experiment(session, trial.experiment_id)
     return None if experiment is None else experiment.target
 
 
@@ -295,12 +295,12 @@ async def acquire_target(
     session: AsyncSession, *, target: str, holder: str, ttl: timedelta
 ) -> bool:
     """Take (or renew) the exclusive lease on a target: one trial at a time per cluster."""
-    return await repositories.acquire_target_lease(session, target, holder=holder, ttl=ttl)
+    return await rows.acquire_target_lease(session, target, holder=holder, ttl=ttl)
 
 
 async def release_target(session: AsyncSession, *, target: str, holder: str) -> None:
     """Give the target back."""
-    await repositories.release_target_lease(session, target, holder=holder)
+    await rows.release_target_lease(session, target, holder=holder)
 
 
 def _attempt_line(attempt: int, failure: Failure, error: str) -> str:
@@ -318,19 +318,19 @@ async def _finish(
 ) -> bool:
     """Record the claimed trial's final status; True also when this very record was made
     before (a retry after the connection broke during the commit)."""
-    done = await repositories.transition_claimed(
+    done = await rows.transition_claimed(
         session,
         claimed.trial_id,
         worker=claimed.worker,
         attempt=claimed.attempt,
         to_status=status,
-        values={**values, **repositories.finished_values()},
+        values={**values, **rows.finished_values()},
     )
     await _complete_experiment_if_done(session, claimed.experiment_id)
     await session.commit()
     if done:
         return True
-    trial = await repositories.get_trial(session, claimed.trial_id)
+    trial = await rows.get_trial(session, claimed.trial_id)
     return (
         trial is not None
         and trial.status == status
@@ -340,12 +340,12 @@ async def _finish(
 
 
 async def _complete_experiment_if_done(session: AsyncSession, experiment_id: int) -> None:
-    experiment = await repositories.get_experiment(session, experiment_id)
+    experiment = await rows.get_experiment(session, experiment_id)
     if experiment is None or experiment.status != ExperimentStatus.RUNNING:
         return
-    if await repositories.running_optimization(session, experiment_id) is not None:
+    if await rows.running_optimization(session, experiment_id) is not None:
         return  # the loop completes the experiment when it stops
-    trials = await repositories.list_trials(session, experiment_id)
+    trials = await rows.list_trials(session, experiment_id)
     if all(trial.status in FINAL_TRIAL_STATUSES for trial in trials):
         experiment.status = ExperimentStatus.COMPLETED
 
@@ -387,7 +387,7 @@ async def send_trials(
     queued = [
         trial_id
         for trial_id in trial_ids
-        if await repositories.transition(
+        if await rows.transition(
             session,
             trial_id,
             from_statuses=[TrialStatus.PENDING],
@@ -403,7 +403,7 @@ async def send_trials(
     except BrokerUnavailableError as error:
         # Whatever was not sent goes back to pending, so a later start sends it.
         for trial_id in queued[error.sent :]:
-            await repositories.transition(
+            await rows.transition(
                 session,
                 trial_id,
                 from_statuses=[TrialStatus.QUEUED],

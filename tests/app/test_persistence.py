@@ -16,7 +16,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text, update
 
-from app.db import repositories
+from app.db import rows
 from app.db.migrate import (
     SchemaOutOfDateError,
     alembic_config,
@@ -97,7 +97,7 @@ async def test_a_trial_is_claimed_once(database):
     assert first is not None and first.attempt == 1 and first.config == {"nodes": 3}
     assert second is None
     async with database.session() as session:
-        trial = await repositories.get_trial(session, trial_id)
+        trial = await rows.get_trial(session, trial_id)
     assert trial is not None
     assert trial.status == TrialStatus.RUNNING and trial.worker == "w1" and trial.attempts == 1
     assert trial.lease_expires_at is not None and trial.started_at is not None
@@ -135,8 +135,8 @@ async def test_results_are_recorded_and_complete_the_experiment(database):
     async with database.session() as session:
         # A second record of the same claim changes nothing.
         assert not await trial_runs.record_failure(session, claimed=claimed, error="late")
-        trial = await repositories.get_trial(session, trial_id)
-        experiment = await repositories.get_experiment(session, claimed.experiment_id)
+        trial = await rows.get_trial(session, trial_id)
+        experiment = await rows.get_experiment(session, claimed.experiment_id)
     assert trial is not None and experiment is not None
     assert trial.status == TrialStatus.SUCCEEDED and trial.responses == {"tps": 1234.5}
     assert trial.raw_output is not None and len(trial.raw_output) == 100_000
@@ -151,7 +151,7 @@ async def test_failures_keep_their_error(database):
     async with database.session() as session:
         await trial_runs.record_failure(session, claimed=claimed, error="sysbench exited 1")
     async with database.session() as session:
-        trial = await repositories.get_trial(session, trial_id)
+        trial = await rows.get_trial(session, trial_id)
     assert trial is not None
     assert trial.status == TrialStatus.FAILED and trial.failure == "error"
     assert trial.error == "attempt 1 (error): sysbench exited 1"
@@ -172,7 +172,7 @@ async def test_infrastructure_failures_are_retried_until_the_attempt_limit(datab
             )
         assert status == (TrialStatus.FAILED if attempt == 3 else TrialStatus.QUEUED)
     async with database.session() as session:
-        trial = await repositories.get_trial(session, trial_id)
+        trial = await rows.get_trial(session, trial_id)
     assert trial is not None and trial.failure == "infrastructure" and trial.attempts == 3
     assert trial.error is not None and trial.error.count("node 2 left the cluster") == 3
 
@@ -233,7 +233,7 @@ async def test_the_loop_tables_migrate_down_and_up_keeping_the_trials(scratch_ur
     try:
         trial_id = await new_trial(database, TrialStatus.SUCCEEDED)
         async with database.session() as session:
-            trial = await repositories.get_trial(session, trial_id)
+            trial = await rows.get_trial(session, trial_id)
             loop = Optimization(experiment_id=trial.experiment_id, strategy="bayes", budget=5)
             session.add(loop)
             await session.flush()
@@ -256,7 +256,7 @@ async def test_the_loop_tables_migrate_down_and_up_keeping_the_trials(scratch_ur
         await database.dispose()
         await asyncio.to_thread(upgrade_to_head, scratch_url)
         async with database.session() as session:
-            trial = await repositories.get_trial(session, trial_id)
+            trial = await rows.get_trial(session, trial_id)
             assert trial is not None and trial.optimization_id is None
     finally:
         await database.dispose()
@@ -288,8 +288,8 @@ async def test_the_reaper_requeues_expired_trials_and_fails_them_after_the_last_
     reaped = await expire_and_reap()
     assert reaped.failed == [expired] and reaped.requeued == []
     async with database.session() as session:
-        trial = await repositories.get_trial(session, expired)
-        untouched = await repositories.get_trial(session, alive)
+        trial = await rows.get_trial(session, expired)
+        untouched = await rows.get_trial(session, alive)
     assert trial is not None and untouched is not None
     assert trial.status == TrialStatus.FAILED and trial.failure == Failure.LOST
     assert trial.error is not None and trial.error.count("(lost): worker w stopped") == 2
@@ -302,7 +302,7 @@ async def test_the_reaper_asks_again_for_the_round_of_a_loop_whose_message_was_l
     broker = redis.Redis.from_url(redis_url)
     finished = await new_trial(database)
     async with database.session() as session:
-        trial = await repositories.get_trial(session, finished)
+        trial = await rows.get_trial(session, finished)
         assert trial is not None
         long_ago = utcnow() - timedelta(minutes=10)
         trial.status, trial.finished_at = TrialStatus.SUCCEEDED, long_ago
@@ -345,7 +345,7 @@ async def test_the_reaper_sends_again_each_queued_trial_whose_message_was_lost(d
             await session.execute(
                 update(Trial).where(Trial.id == trial_id).values(queued_at=queued_at)
             )
-        there = (await repositories.get_trial(session, lost_there)).experiment_id
+        there = (await rows.get_trial(session, lost_there)).experiment_id
         await session.execute(update(Experiment).where(Experiment.id == there).values(target="lab"))
         await session.commit()
     await queue.enqueue_trials([live], target="simulated")
@@ -363,7 +363,7 @@ async def test_the_reaper_sends_again_each_queued_trial_whose_message_was_lost(d
         assert trials_waiting_in(broker, "lab") == [lost_there]
         async with database.session() as session:
             for trial_id, sent_before in ((lost_here, None), (live, long_ago), (recent, just_now)):
-                trial = await repositories.get_trial(session, trial_id)
+                trial = await rows.get_trial(session, trial_id)
                 assert trial is not None and trial.status == TrialStatus.QUEUED
                 if sent_before is None:  # sent again: now
                     assert trial.queued_at > just_now

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
-from app.db import repositories
+from app.db import overview, rows
 from app.db.models import Experiment, Optimization, Trial, utcnow
 from app.db.session import Database
 from app.services.tallies import Tally, TallyCache
@@ -40,7 +40,7 @@ async def test_every_change_of_a_trial_and_every_new_loop_counts_up_the_revision
         await session.commit()
     assert await revision(database, ours) == 4
     async with database.session() as session:
-        trial = (await repositories.list_trials(session, ours))[0]
+        trial = (await rows.list_trials(session, ours))[0]
         trial.responses = {"tps": 1.0}
         await session.commit()
     assert await revision(database, ours) == 5
@@ -58,13 +58,13 @@ async def test_every_change_of_a_trial_and_every_new_loop_counts_up_the_revision
 def counting_reads(monkeypatch) -> list[int]:
     """Count the reads of trial tallies (one per page of experiments read)."""
     reads: list[int] = []
-    overview = repositories.overview_trials
+    read = overview.overview_trials
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
         reads.append(1)
-        return await overview(*args, **kwargs)
+        return await read(*args, **kwargs)
 
-    monkeypatch.setattr(repositories, "overview_trials", counted)
+    monkeypatch.setattr(overview, "overview_trials", counted)
     return reads
 
 

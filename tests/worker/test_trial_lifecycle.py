@@ -13,7 +13,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from app.config import get_settings
-from app.db import repositories
+from app.db import rows
 from app.db.models import Trial, utcnow
 from app.db.session import Database
 from app.queue import TaskQueue
@@ -34,7 +34,7 @@ async def claim(database: Database, trial_id: int, worker: str) -> trial_runs.Cl
 
 async def read(database: Database, trial_id: int) -> Trial:
     async with database.session() as session:
-        trial = await repositories.get_trial(session, trial_id)
+        trial = await rows.get_trial(session, trial_id)
     assert trial is not None
     return trial
 
