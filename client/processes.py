@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from app.config import Settings
-from app.keys import create_key
+from app.key_admin import create_key
 from app.queue import trial_queue
 from client.http import ApiError, Client
 

@@ -1,5 +1,5 @@
-"""Rows of experiments, trials, loops, suggestions and target leases: reads and atomic state
-changes. No business rules here."""
+"""Rows of experiments, trials, loops, suggestions, target leases, API keys and idempotent
+requests: reads and atomic state changes. No business rules here."""
 
 from __future__ import annotations
 
@@ -19,7 +19,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
-from app.db.models import Experiment, Optimization, Suggestion, TargetLease, Trial, utcnow
+from app.db.models import (
+    ApiKey,
+    Experiment,
+    IdempotentRequest,
+    Optimization,
+    Suggestion,
+    TargetLease,
+    Trial,
+    utcnow,
+)
 from app.statuses import OptimizationStatus, SuggestionStatus, TrialStatus
 
 
@@ -347,3 +356,33 @@ async def transition_claimed(
         .execution_options(synchronize_session=False)
     )
     return (await session.execute(statement)).rowcount == 1  # type: ignore[attr-defined]
+
+
+async def active_key(session: AsyncSession, secret_hash: str) -> ApiKey | None:
+    """The unrevoked key with this hash."""
+    query = select(ApiKey).where(ApiKey.secret_hash == secret_hash, ApiKey.revoked_at.is_(None))
+    return (await session.scalars(query)).first()
+
+
+async def list_keys(session: AsyncSession) -> Sequence[ApiKey]:
+    """Every key, oldest first, revoked ones included."""
+    return (await session.scalars(select(ApiKey).order_by(ApiKey.id))).all()
+
+
+async def find_keys(session: AsyncSession, ident: str) -> Sequence[ApiKey]:
+    """Keys whose id or prefix is `ident`."""
+    by_id = ApiKey.id == int(ident) if ident.isdigit() else ApiKey.prefix == ident
+    query = select(ApiKey).where(or_(by_id, ApiKey.prefix == ident)).order_by(ApiKey.id)
+    return (await session.scalars(query)).all()
+
+
+async def find_request(
+    session: AsyncSession, *, owner: str, operation: str, key: str
+) -> IdempotentRequest | None:
+    """The request an owner already made under this idempotency key."""
+    query = select(IdempotentRequest).where(
+        IdempotentRequest.owner == owner,
+        IdempotentRequest.operation == operation,
+        IdempotentRequest.key == key,
+    )
+    return (await session.scalars(query)).first()

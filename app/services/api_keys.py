@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import keys
+from app.db import rows
 from app.db.models import ApiKey, utcnow
 from app.services.errors import ConflictError, NotFoundError
 from experiments.errors import DomainError
@@ -76,12 +76,12 @@ async def create(session: AsyncSession, *, owner: str, role: Role = Role.USER) -
 
 async def get_all(session: AsyncSession) -> Sequence[ApiKey]:
     """Every key, revoked ones included (their tokens are not kept)."""
-    return await keys.list_keys(session)
+    return await rows.list_keys(session)
 
 
 async def revoke(session: AsyncSession, *, ident: str) -> ApiKey:
     """Revoke the key with this id or prefix; requests with it get 401 from now on."""
-    found = await keys.find_keys(session, ident)
+    found = await rows.find_keys(session, ident)
     if not found:
         raise NotFoundError("API key", ident)
     if len(found) > 1:
@@ -97,7 +97,7 @@ async def authenticate(session: AsyncSession, *, token: str) -> Principal | None
     """The principal of an unrevoked key, None for any other token."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return None
-    key = await keys.active_key(session, hash_token(token))
+    key = await rows.active_key(session, hash_token(token))
     if key is None:
         return None
     return Principal(owner=key.owner, admin=key.role == Role.ADMIN, key_id=key.id)

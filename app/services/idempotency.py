@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import keys
+from app.db import rows
 from app.db.models import IdempotentRequest
 from app.services.errors import HeaderError
 
@@ -30,7 +30,7 @@ async def earlier(
 ) -> int | None:
     """The experiment an earlier request with this key made or started, None if there was none.
     The same key with another body is an error: the client reused a key by mistake."""
-    found = await keys.find_request(session, owner=owner, operation=operation, key=idempotency.key)
+    found = await rows.find_request(session, owner=owner, operation=operation, key=idempotency.key)
     if found is None:
         return None
     if found.fingerprint != idempotency.fingerprint:

@@ -10,7 +10,7 @@ import redis
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
-from app.keys import create_key, list_keys, revoke_key
+from app.key_admin import create_key, list_keys, revoke_key
 from app.queue import trial_queue
 from app.services.api_keys import Role, hash_token
 from tests.conftest import KeyMaker

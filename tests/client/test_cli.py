@@ -24,7 +24,7 @@ from typer.main import get_command
 from typer.testing import CliRunner, Result
 
 from app.config import Settings
-from app.keys import create_key
+from app.key_admin import create_key
 from app.main import create_app
 from client.cli import cli
 from client.http import ApiError, Client

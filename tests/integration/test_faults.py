@@ -17,7 +17,7 @@ import pytest
 import redis
 import yaml
 
-from app.keys import create_key
+from app.key_admin import create_key
 from app.queue import TaskQueue, trial_queue
 from client.http import Client
 from client.processes import ChildProcess, api_command, free_port, wait_until, worker_command
