@@ -25,7 +25,7 @@ from client.processes import running_service
 from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
-from worker import galera, sysbench
+from worker import galera_sql, lab_supervisor, sysbench
 
 pytestmark = pytest.mark.integration
 
@@ -40,21 +40,21 @@ PASSWORD_ENV = "GALERA_DOE_IT_PASSWORD"
 
 
 @pytest.fixture(scope="module")
-def layout() -> Iterator[galera.LabLayout]:
+def layout() -> Iterator[lab_supervisor.LabLayout]:
     """A lab directory the mysql user can reach, and ports free of any other lab."""
     base = Path("/var/tmp") / f"galera-doe-it-{secrets.token_hex(4)}"
     base.mkdir(mode=0o755)
     shutil.chown(base, "mysql", "mysql")
-    layout = galera.free_layout(base)
+    layout = lab_supervisor.free_layout(base)
     yield layout
-    galera.LabCluster(layout).stop()
+    lab_supervisor.LabCluster(layout).stop()
     shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def cluster(layout: galera.LabLayout) -> Iterator[galera.LabCluster]:
+def cluster(layout: lab_supervisor.LabLayout) -> Iterator[lab_supervisor.LabCluster]:
     """A two-node cluster brought up here, so its credentials are known to the external target."""
-    lab = galera.LabCluster(layout)
+    lab = lab_supervisor.LabCluster(layout)
     lab.resize(2)
     yield lab
     lab.stop()
@@ -76,8 +76,8 @@ def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def service(
     settings: Settings,
-    layout: galera.LabLayout,
-    cluster: galera.LabCluster,
+    layout: lab_supervisor.LabLayout,
+    cluster: lab_supervisor.LabCluster,
     service_dir: Path,
 ) -> Iterator[Client]:
     """API and worker whose targets are the lab (adopting the running cluster) and the same
@@ -119,7 +119,7 @@ def service(
 
 
 def test_real_trials_resize_the_cluster_and_set_variables(
-    service: Client, cluster: galera.LabCluster
+    service: Client, cluster: lab_supervisor.LabCluster
 ):
     spec = {
         "name": "lab: nodes x applier threads",
@@ -146,19 +146,19 @@ def test_real_trials_resize_the_cluster_and_set_variables(
     nodes = [t["config"]["nodes"] for t in trials]
     assert sum(a != b for a, b in itertools.pairwise(nodes)) == 1
     last = trials[-1]["config"]
-    running = galera.LabCluster(cluster.layout).nodes()
+    running = lab_supervisor.LabCluster(cluster.layout).nodes()
     assert len(running) == last["nodes"]
     for node in running:
-        status = galera.global_status(node, cluster.credentials, ["wsrep_cluster_size"])
+        status = galera_sql.global_status(node, cluster.credentials, ["wsrep_cluster_size"])
         assert int(status["wsrep_cluster_size"]) == last["nodes"]
-        with galera.connect(node, cluster.credentials) as connection:
+        with galera_sql.connect(node, cluster.credentials) as connection:
             cursor = connection.cursor()
             cursor.execute("SELECT @@GLOBAL.wsrep_slave_threads")
             assert cursor.fetchone()[0] == last["wsrep_slave_threads"]
 
 
 def test_the_service_measures_what_sysbench_measures_directly(
-    service: Client, cluster: galera.LabCluster
+    service: Client, cluster: lab_supervisor.LabCluster
 ):
     spec = {
         "name": "lab: one configuration",
@@ -169,7 +169,7 @@ def test_the_service_measures_what_sysbench_measures_directly(
     }
     created, _ = run_to_completion(service, spec, timeout=300)
     measured = [t["responses"]["tps"] for t in service.trials(created["id"])]
-    node = galera.LabCluster(cluster.layout).nodes()[0]
+    node = lab_supervisor.LabCluster(cluster.layout).nodes()[0]
     connection = sysbench.Connection(
         host=node.host,
         port=node.port,
@@ -245,12 +245,12 @@ def test_a_closed_loop_runs_on_a_real_cluster(service: Client, target: str):
 
 
 def test_a_variable_one_experiment_set_is_set_back_for_the_next(
-    service: Client, cluster: galera.LabCluster
+    service: Client, cluster: lab_supervisor.LabCluster
 ):
     def max_connect_errors() -> set[int]:
         values = set()
-        for node in galera.LabCluster(cluster.layout).nodes():
-            with galera.connect(node, cluster.credentials) as connection:
+        for node in lab_supervisor.LabCluster(cluster.layout).nodes():
+            with galera_sql.connect(node, cluster.credentials) as connection:
                 cursor = connection.cursor()
                 cursor.execute("SELECT @@GLOBAL.max_connect_errors")
                 values.add(int(cursor.fetchone()[0]))
@@ -271,7 +271,7 @@ def test_a_variable_one_experiment_set_is_set_back_for_the_next(
 
 
 def test_the_cluster_password_never_reaches_the_api_the_logs_or_the_raw_output(
-    service: Client, cluster: galera.LabCluster, service_dir: Path
+    service: Client, cluster: lab_supervisor.LabCluster, service_dir: Path
 ):
     spec = {
         "name": "external: one run",

@@ -1,6 +1,6 @@
-"""The lab cluster with real mariadbd processes: resize, rejoin, replication, variables, adoption.
-
-One cluster serves the module (bootstrapping costs seconds); each test brings it to the size it
+"""The SQL client (`worker.galera_sql`) and the lab supervisor (`worker.lab_supervisor`) on real
+mariadbd processes: resize, rejoin, replication, variables, adoption. One file for both rooms:
+one cluster serves the module (bootstrapping costs seconds); each test brings it to the size it
 needs. It lives under /var/tmp (the mysql user must traverse every parent of a datadir, which a
 root-only pytest tmp dir does not allow) on random free ports, so it never meets a running lab
 or another test run.
@@ -20,20 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from worker.galera import (
+from worker.galera_sql import (
     Credentials,
     GaleraError,
-    LabCluster,
-    LabLayout,
     Node,
     VariableError,
     check_healthy,
     cluster_health,
     connect,
-    free_layout,
     global_status,
     set_globals,
 )
+from worker.lab_supervisor import LabCluster, LabLayout, free_layout
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.target_specs import CLUSTER_FACTORS, WORKLOADS
-from worker import galera, sysbench
+from worker import galera_sql, sysbench
 from worker.targets.base import (
     InfeasibleError,
     InfrastructureError,
@@ -92,16 +92,16 @@ class ClusterTarget(Target):
         self._server_values: dict[str, Value] = {}
 
     @abstractmethod
-    def nodes_for(self, count: int) -> list[galera.Node]:
+    def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """The nodes that receive client load for a trial on `count` nodes (ready to use)."""
 
-    def cluster_size(self, nodes: list[galera.Node]) -> int:
+    def cluster_size(self, nodes: list[galera_sql.Node]) -> int:
         """The size every node must see throughout the trial: the nodes given (lab)."""
         return len(nodes)
 
     @property
     @abstractmethod
-    def credentials(self) -> galera.Credentials:
+    def credentials(self) -> galera_sql.Credentials:
         """How sysbench and the status queries log in."""
 
     def plan(self, config: Mapping[str, Value]) -> TrialPlan:
@@ -144,19 +144,19 @@ class ClusterTarget(Target):
             nodes = self.nodes_for(plan.nodes)
             check_cancelled(cancel)
             size = self.cluster_size(nodes)
-            galera.check_healthy(nodes, self.credentials, expected_size=size)
+            galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             self._set_variables(nodes, plan.variables)
             self._prepare(nodes[0], plan, cancel)
-            before = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
+            before = [galera_sql.global_status(n, self.credentials, COUNTERS) for n in nodes]
             started = time.monotonic()
             outputs = self._benchmark(nodes, plan, cancel)
             elapsed = time.monotonic() - started
-            after = [galera.global_status(n, self.credentials, COUNTERS) for n in nodes]
-            galera.check_healthy(nodes, self.credentials, expected_size=size)
+            after = [galera_sql.global_status(n, self.credentials, COUNTERS) for n in nodes]
+            galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             _check_membership_unchanged(before, after)
-        except galera.VariableError as error:
+        except galera_sql.VariableError as error:
             raise InfeasibleError(str(error)) from error
-        except galera.GaleraError as error:
+        except galera_sql.GaleraError as error:
             raise InfrastructureError(str(error)) from error
         raw_output = self._redact("\n".join(outputs))
         try:
@@ -167,21 +167,23 @@ class ClusterTarget(Target):
             responses=_responses(combined, before, after, elapsed), raw_output=raw_output
         )
 
-    def _set_variables(self, nodes: list[galera.Node], variables: Mapping[str, Value]) -> None:
+    def _set_variables(self, nodes: list[galera_sql.Node], variables: Mapping[str, Value]) -> None:
         """The trial's variables, and every other variable an earlier trial changed back at
         its server value."""
         restored = {n: v for n, v in self._server_values.items() if n not in variables}
-        before = galera.set_globals(nodes, self.credentials, {**restored, **variables})
+        before = galera_sql.set_globals(nodes, self.credentials, {**restored, **variables})
         for name in variables:
             self._server_values.setdefault(name, before[name])
 
-    def _prepare(self, node: galera.Node, plan: TrialPlan, cancel: threading.Event | None) -> None:
+    def _prepare(
+        self, node: galera_sql.Node, plan: TrialPlan, cancel: threading.Event | None
+    ) -> None:
         for client in range(1, plan.clients + 1):
             check_cancelled(cancel)
             database = f"sbtest{client}"
             if database in self._prepared and not self.reprepare:
                 continue
-            with galera.connect(node, self.credentials) as connection:
+            with galera_sql.connect(node, self.credentials) as connection:
                 cursor = connection.cursor()
                 if not self.reprepare and self._complete(cursor, database):
                     self._prepared.add(database)
@@ -215,7 +217,7 @@ class ClusterTarget(Target):
         return bool(cursor.fetchone()[0] == self.table_size)
 
     def _benchmark(
-        self, nodes: list[galera.Node], plan: TrialPlan, cancel: threading.Event | None
+        self, nodes: list[galera_sql.Node], plan: TrialPlan, cancel: threading.Event | None
     ) -> list[str]:
         argvs = []
         for client in range(1, plan.clients + 1):
@@ -241,7 +243,7 @@ class ClusterTarget(Target):
             outputs.append(output)
         return outputs
 
-    def _connection(self, node: galera.Node, database: str) -> sysbench.Connection:
+    def _connection(self, node: galera_sql.Node, database: str) -> sysbench.Connection:
         return sysbench.Connection(
             host=node.host,
             port=node.port,
@@ -319,7 +321,7 @@ def _check_membership_unchanged(before: list[dict[str, str]], after: list[dict[s
     """Healthy before and after is not enough: a node that left and came back during the run
     changed the cluster's configuration id, and the run did not measure one cluster."""
     if [b["wsrep_cluster_conf_id"] for b in before] != [a["wsrep_cluster_conf_id"] for a in after]:
-        raise galera.GaleraError("the cluster's membership changed during the trial")
+        raise galera_sql.GaleraError("the cluster's membership changed during the trial")
 
 
 def _responses(

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from worker import galera
+from worker import galera_sql
 from worker.targets.base import InfeasibleError, InfrastructureError, TargetError
 from worker.targets.cluster import ClusterTarget
 
@@ -31,7 +31,7 @@ class ExternalTarget(ClusterTarget):
         if not isinstance(entries, list) or not entries:
             raise TargetError(f"target '{name}': settings.nodes must list the cluster's nodes")
         self._nodes = [
-            galera.Node(name=f"node{i}", host=str(e["host"]), port=int(e.get("port", 3306)))
+            galera_sql.Node(name=f"node{i}", host=str(e["host"]), port=int(e.get("port", 3306)))
             for i, e in enumerate(entries, start=1)
         ]
         self._commands = [
@@ -43,16 +43,16 @@ class ExternalTarget(ClusterTarget):
         password = os.environ.get(str(password_env), "") if password_env else ""
         if password_env and password_env not in os.environ:
             raise TargetError(f"target '{name}': environment variable {password_env} is not set")
-        self._credentials = galera.Credentials(
+        self._credentials = galera_sql.Credentials(
             user=str(self.settings.get("user", "root")), password=password
         )
 
     @property
-    def credentials(self) -> galera.Credentials:
+    def credentials(self) -> galera_sql.Credentials:
         """The operator's user, with the password read from the environment."""
         return self._credentials
 
-    def nodes_for(self, count: int) -> list[galera.Node]:
+    def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """The first `count` nodes: they receive the client load."""
         if count > len(self._nodes):
             raise InfeasibleError(
@@ -63,12 +63,12 @@ class ExternalTarget(ClusterTarget):
                 subprocess.run(commands["start"], check=False, timeout=300)
         return self._nodes[:count]
 
-    def cluster_size(self, nodes: list[galera.Node]) -> int:
+    def cluster_size(self, nodes: list[galera_sql.Node]) -> int:
         """The whole cluster's size as the first loaded node sees it now: only some of its
         nodes may take load, but none may join or leave during the trial."""
         try:
-            size = galera.node_health(nodes[0], self.credentials).cluster_size
-        except galera.GaleraError as error:
+            size = galera_sql.node_health(nodes[0], self.credentials).cluster_size
+        except galera_sql.GaleraError as error:
             raise InfrastructureError(str(error)) from error
         if size < len(nodes):
             raise InfrastructureError(
@@ -91,9 +91,9 @@ def _argv(target: str, value: object, key: str) -> list[str] | None:
     return list(value)
 
 
-def _answers(node: galera.Node, credentials: galera.Credentials) -> bool:
+def _answers(node: galera_sql.Node, credentials: galera_sql.Credentials) -> bool:
     try:
-        galera.global_status(node, credentials, ["wsrep_ready"])
-    except galera.GaleraError:
+        galera_sql.global_status(node, credentials, ["wsrep_ready"])
+    except galera_sql.GaleraError:
         return False
     return True

@@ -11,19 +11,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from worker import galera
+from worker import galera_sql, lab_supervisor
 from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget
 
 LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
 
 
-def layout_from(settings: Mapping[str, Any]) -> galera.LabLayout:
+def layout_from(settings: Mapping[str, Any]) -> lab_supervisor.LabLayout:
     """The cluster layout a `lab` target's settings describe (defaults for the rest)."""
     layout = {k: settings[k] for k in LAYOUT_SETTINGS if k in settings}
     if "base_dir" in layout:
         layout["base_dir"] = Path(layout["base_dir"])
-    return galera.LabLayout(**layout)
+    return lab_supervisor.LabLayout(**layout)
 
 
 class LabTarget(ClusterTarget):
@@ -33,14 +33,14 @@ class LabTarget(ClusterTarget):
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)
-        self.cluster = galera.LabCluster(layout_from(self.settings))
+        self.cluster = lab_supervisor.LabCluster(layout_from(self.settings))
 
     @property
-    def credentials(self) -> galera.Credentials:
+    def credentials(self) -> galera_sql.Credentials:
         """The user the lab created when it bootstrapped."""
         return self.cluster.credentials
 
-    def nodes_for(self, count: int) -> list[galera.Node]:
+    def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """Resize the running cluster to `count` nodes."""
         if count > self.cluster.layout.max_nodes:
             raise InfeasibleError(

@@ -1,0 +1,301 @@
+"""Talking to the nodes of any Galera cluster (lab or external): connections, status counters,
+health, and dynamic server variables set on every node with identifier-checked names and typed
+values. Errors are split by what a trial should do with them: `GaleraError` is the cluster's
+fault (the trial failed for infrastructure reasons and may be retried), `VariableError` is the
+configuration's (retrying cannot help).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import pymysql
+from pymysql.cursors import Cursor
+
+log = logging.getLogger(__name__)
+
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+
+HEALTH_STATUS = (
+    "wsrep_cluster_size",
+    "wsrep_cluster_status",
+    "wsrep_local_state_comment",
+    "wsrep_ready",
+)
+
+
+# Server errors that mean "this variable or value cannot be set", not "the cluster is broken":
+# unknown variable, session-only, wrong value, wrong type, read-only (two codes).
+# The server refuses the variable or the value (unknown, read-only, wrong type or scope, not
+# allowed); 1227: the account lacks the privilege, which no retry will give it.
+_VARIABLE_ERRORS = frozenset({1193, 1227, 1228, 1231, 1232, 1238, 1621})
+_BOOLEAN_WORDS = {"ON": 1, "TRUE": 1, "YES": 1, "OFF": 0, "FALSE": 0, "NO": 0}
+
+Value = int | float | str
+
+
+class GaleraError(RuntimeError):
+    """The cluster or its infrastructure failed; a trial on it may be retried."""
+
+
+class VariableError(ValueError):
+    """A server variable name or value that cannot be set; retrying cannot help."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One server a client can reach."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A SQL account; its password never shows in repr, logs or tracebacks."""
+
+    user: str
+    password: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class NodeHealth:
+    """What a node says of itself and of its view of the cluster."""
+
+    node: Node
+    cluster_size: int
+    cluster_status: str
+    state: str
+    ready: bool
+
+    def ok(self, expected_size: int) -> bool:
+        """Primary, Synced, ready, and seeing exactly `expected_size` nodes."""
+        return not self.problem(expected_size)
+
+    def problem(self, expected_size: int) -> str:
+        """Why the node is not healthy in a cluster of `expected_size`, or '' when it is."""
+        issues = []
+        if self.cluster_status != "Primary":
+            issues.append(f"cluster status {self.cluster_status}")
+        if self.state != "Synced":
+            issues.append(f"state {self.state}")
+        if not self.ready:
+            issues.append("not ready")
+        if self.cluster_size != expected_size:
+            issues.append(f"sees {self.cluster_size} nodes, expected {expected_size}")
+        return ", ".join(issues)
+
+
+def _where(node: Node) -> str:
+    return f"node {node.name} ({node.host}:{node.port})"
+
+
+def connect(node: Node, credentials: Credentials, *, timeout: float = 5.0) -> pymysql.Connection:
+    """An autocommit connection to `node`; GaleraError naming the node when it does not answer."""
+    try:
+        return pymysql.connect(
+            host=node.host,
+            port=node.port,
+            user=credentials.user,
+            password=credentials.password,
+            connect_timeout=timeout,
+            read_timeout=timeout,
+            write_timeout=timeout,
+            autocommit=True,
+            charset="utf8mb4",
+        )
+    except pymysql.MySQLError as error:
+        raise GaleraError(f"{_where(node)} does not answer: {error}") from error
+
+
+@contextlib.contextmanager
+def _cursor(node: Node, credentials: Credentials, *, timeout: float = 5.0) -> Iterator[Cursor]:
+    """A cursor on a fresh connection; SQL errors that escape become GaleraError naming the node."""
+    with cursor_of(connect(node, credentials, timeout=timeout), _where(node)) as cursor:
+        yield cursor
+
+
+@contextlib.contextmanager
+def cursor_of(connection: pymysql.Connection, where: str) -> Iterator[Cursor]:
+    """A cursor that closes its connection; SQL errors become GaleraError saying where."""
+    try:
+        with connection.cursor() as cursor:
+            yield cursor
+    except pymysql.MySQLError as error:
+        raise GaleraError(f"{where} failed: {error}") from error
+    finally:
+        connection.close()
+
+
+def global_status(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, str]:
+    """Global status counters by lower-case name; names the server does not know are left out."""
+    wanted = sorted({name.lower() for name in names})
+    if not wanted:
+        return {}
+    placeholders = ", ".join(["%s"] * len(wanted))
+    with _cursor(node, credentials) as cursor:
+        cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({placeholders})", wanted)
+        return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+
+
+def health_of(node: Node, status: Mapping[str, str]) -> NodeHealth:
+    """A node's health from its wsrep status counters."""
+    size = status.get("wsrep_cluster_size", "0")
+    return NodeHealth(
+        node=node,
+        cluster_size=int(size) if size.isdigit() else 0,
+        cluster_status=status.get("wsrep_cluster_status", "unknown"),
+        state=status.get("wsrep_local_state_comment", "unknown"),
+        ready=status.get("wsrep_ready") == "ON",
+    )
+
+
+def node_health(node: Node, credentials: Credentials) -> NodeHealth:
+    """One node's health; GaleraError naming it when it does not answer."""
+    return health_of(node, global_status(node, credentials, HEALTH_STATUS))
+
+
+def cluster_health(nodes: Iterable[Node], credentials: Credentials) -> list[NodeHealth]:
+    """Every node's health, in order; GaleraError naming the first node that does not answer."""
+    return [node_health(node, credentials) for node in nodes]
+
+
+def check_healthy(
+    nodes: Iterable[Node], credentials: Credentials, *, expected_size: int | None = None
+) -> None:
+    """Raise GaleraError unless every node is Primary, Synced, ready and sees `expected_size`
+    nodes (default: exactly these nodes; a larger cluster when only some of it takes load)."""
+    nodes = list(nodes)
+    if not nodes:
+        raise GaleraError("a cluster of no nodes is not healthy")
+    size = len(nodes) if expected_size is None else expected_size
+    problems = [
+        f"{health.node.name}: {health.problem(size)}"
+        for health in cluster_health(nodes, credentials)
+        if not health.ok(size)
+    ]
+    if problems:
+        raise GaleraError(f"cluster of {size} is not healthy: {'; '.join(problems)}")
+
+
+def dynamic_variables(node: Node, credentials: Credentials) -> frozenset[str]:
+    """Names of the server variables `SET GLOBAL` can change on `node` (lower case)."""
+    with _cursor(node, credentials) as cursor:
+        cursor.execute(
+            "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES "
+            "WHERE READ_ONLY = 'NO' AND VARIABLE_SCOPE <> 'SESSION ONLY'"
+        )
+        return frozenset(str(name) for (name,) in cursor.fetchall())
+
+
+def _checked(name: object, value: object) -> Value:
+    """The value to send for `name`, or VariableError when the pair can never be set."""
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+        raise VariableError(
+            f"{name!r} is not a server variable name "
+            "(a lower-case letter or _, then letters, digits or _, at most 64)"
+        )
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | str) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    raise VariableError(f"{name}: {value!r} is not an integer, a finite number or a string")
+
+
+def _same(requested: Value, actual: object) -> bool:
+    """Whether the value read back is the value set, as far as the server's form allows."""
+    if isinstance(actual, bytes):
+        actual = actual.decode()
+    if actual is None:
+        return requested == ""
+    if isinstance(requested, str):
+        word = requested.strip().upper()
+        if isinstance(actual, int | Decimal | float) and word in _BOOLEAN_WORDS:
+            return actual == _BOOLEAN_WORDS[word]
+        # Flag lists (sql_mode, optimizer_switch) read back whole: each item set must be there.
+        items = {item.strip().casefold() for item in str(actual).split(",")}
+        return {item.strip().casefold() for item in requested.split(",")} <= items
+    try:
+        return math.isclose(float(actual), float(requested), rel_tol=1e-9, abs_tol=1e-12)
+    except (TypeError, ValueError):
+        # An enum set by its number reads back as its name: the server accepted the number.
+        return True
+
+
+def _read_global(cursor: Cursor, name: str) -> object:
+    cursor.execute(f"SELECT @@GLOBAL.{name}")
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _set_global(cursor: Cursor, node: Node, name: str, value: Value) -> None:
+    """Set one checked variable on one node and read it back."""
+    try:
+        cursor.execute(f"SET GLOBAL {name} = %s", (value,))
+    except pymysql.MySQLError as error:
+        if error.args and error.args[0] in _VARIABLE_ERRORS:
+            raise VariableError(
+                f"{name} = {value!r} refused by {node.name}: {error.args[1]}"
+            ) from error
+        raise
+    actual = _read_global(cursor, name)
+    if not _same(value, actual):
+        raise VariableError(
+            f"{name} = {value!r} reads back as {actual!r} on {node.name} "
+            "(the server clamped or rounded it)"
+        )
+
+
+def set_globals(
+    nodes: Iterable[Node], credentials: Credentials, variables: Mapping[str, Value]
+) -> dict[str, Value]:
+    """`SET GLOBAL name = value` on every node, each checked first and read back after.
+
+    Names must be identifiers the server lists as dynamic; ints and floats are sent as numbers,
+    strings as quoted parameters. Nothing is sent before every name and value passed its checks.
+    VariableError when a variable cannot be set or reads back different (clamped, rounded);
+    the nodes already changed then get their previous values back, so the cluster stays uniform.
+    Returns the values the first node had before, to set them back later.
+    """
+    nodes = list(nodes)
+    checked = {name: _checked(name, value) for name, value in variables.items()}
+    if not nodes or not checked:
+        return {}
+    dynamic = dynamic_variables(nodes[0], credentials)
+    for name in checked:
+        if name not in dynamic:
+            raise VariableError(f"'{name}' is not a dynamic global variable of this server")
+    previous: list[tuple[Node, dict[str, object]]] = []
+    try:
+        for node in nodes:
+            with _cursor(node, credentials, timeout=30.0) as cursor:
+                previous.append((node, {name: _read_global(cursor, name) for name in checked}))
+                for name, value in checked.items():
+                    _set_global(cursor, node, name, value)
+    except VariableError:
+        for node, values in previous:
+            # Best effort: the VariableError is what the caller needs to see.
+            with contextlib.suppress(GaleraError), _cursor(node, credentials) as cursor:
+                for name, value in values.items():
+                    with contextlib.suppress(pymysql.MySQLError):
+                        cursor.execute(f"SET GLOBAL {name} = %s", (value,))
+        raise
+    return {name: _as_value(value) for name, value in previous[0][1].items()}
+
+
+def _as_value(raw: object) -> Value:
+    """A value read from the server in the form `SET GLOBAL` takes back."""
+    if isinstance(raw, bytes):
+        return raw.decode()
+    if isinstance(raw, Decimal):
+        return int(raw) if raw == raw.to_integral_value() else float(raw)
+    if isinstance(raw, int | float | str):
+        return raw
+    return "" if raw is None else str(raw)
