@@ -8,7 +8,6 @@ are the numbers sysbench printed, to its printed precision.
 from __future__ import annotations
 
 import dataclasses
-import math
 import shlex
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.target_specs import WORKLOADS as CATALOGUE_WORKLOADS
+from experiments.intervals import histogram_percentile
 from worker.sysbench import (
     DEFAULT_IGNORE_ERRORS,
     WORKLOADS,
@@ -25,11 +25,7 @@ from worker.sysbench import (
     Interval,
     RunResult,
     SysbenchOutputError,
-    batch_means,
     combine,
-    histogram_percentile,
-    merge_histograms,
-    mser_truncation,
     parse,
     prepare_command,
     redact,
@@ -401,15 +397,6 @@ def test_redact_with_an_empty_password_changes_nothing_else():
 # --- percentiles and combination ---------------------------------------------------------------
 
 
-def test_histogram_percentile_follows_sysbench_rounding():
-    # 20 events: the 95th percentile is the 19th (floor(19 + 0.5)) smallest.
-    histogram = [(1.0, 18), (2.0, 1), (3.0, 1)]
-    assert histogram_percentile(histogram) == 2.0
-    assert histogram_percentile(histogram, 100) == 3.0
-    with pytest.raises(ValueError):
-        histogram_percentile([])
-
-
 def test_combine_two_concurrent_clients():
     a = result("concurrent_a_oltp_read_write_t2")
     b = result("concurrent_b_oltp_read_write_t6")
@@ -450,14 +437,6 @@ def test_combine_needs_histograms():
         combine([])
 
 
-def test_merge_histograms_adds_bucket_by_bucket():
-    assert merge_histograms([[(1.0, 2), (2.0, 1)], [(2.0, 3), (0.5, 1)]]) == (
-        (0.5, 1),
-        (1.0, 2),
-        (2.0, 4),
-    )
-
-
 def test_sum_intervals_keeps_the_report_times_every_process_has():
     a = [interval(1, 10), interval(2, 10), interval(3, 10)]
     b = [interval(2, 5, p95=9.0), interval(3, 5)]
@@ -467,19 +446,6 @@ def test_sum_intervals_keeps_the_report_times_every_process_has():
 
 
 # --- steady state ------------------------------------------------------------------------------
-
-
-def test_mser_statistic_on_a_hand_computed_series():
-    # Batch means 0, 10, 10, 10, 10, 10: MSER(0) = (8.33^2 + 5 * 1.67^2) / 36 = 2.31 > MSER(1) = 0.
-    values = [0.0] * 5 + [10.0] * 25
-    assert mser_truncation(values) == 5
-
-
-def test_batch_means_on_a_hand_computed_series():
-    # 16 values, batches of 4: means 2.5, 6.5, 10.5, 14.5; sd 5.164; se = 5.164 / 2.
-    mean, se, batches = batch_means([float(v) for v in range(1, 17)])
-    assert (mean, batches) == (8.5, 4)
-    assert se == pytest.approx(math.sqrt(80 / 3) / 2)
 
 
 def warm_up_series(seed: int) -> list[Interval]:
@@ -499,28 +465,10 @@ def test_steady_state_drops_a_warm_up():
     assert "search limit" not in state.rule
 
 
-def test_mser_always_drops_the_whole_warm_up_and_mostly_no_more():
-    dropped = [mser_truncation([i.tps for i in warm_up_series(seed)]) for seed in range(200)]
-    assert min(dropped) == 10
-    # On 12 batches MSER sometimes cuts deeper (a known trait on short runs), never past half.
-    assert max(dropped) <= 30
-    assert dropped.count(10) > len(dropped) / 2
-
-
 def test_a_minimum_at_the_search_limit_is_flagged():
     state = steady_state(warm_up_series(seed=7))
     assert state.intervals_dropped == 30
     assert "search limit" in state.rule
-
-
-def test_batch_means_se_is_wider_than_the_naive_se_on_autocorrelated_data():
-    rng = np.random.default_rng(11)
-    values = np.zeros(400)
-    for t in range(1, 400):
-        values[t] = 0.9 * values[t - 1] + rng.standard_normal()
-    _, se, _ = batch_means(list(1000 + values))
-    naive = values.std(ddof=1) / math.sqrt(len(values))
-    assert se > 2 * naive
 
 
 def test_steady_state_of_a_real_run():
