@@ -1,0 +1,186 @@
+"""What an analysis reports: the fitted terms, the factors ranked by effect, the optimum and
+the responses it honours, as plain values with a JSON form and a text summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from experiments.analysis.explain import Explanation
+from experiments.analysis.split_plot import SplitPlotFit
+from experiments.analysis.statistics import (
+    AnovaRow,
+    BoxCox,
+    Curvature,
+    Diagnostics,
+    FitStatistics,
+    LackOfFit,
+    Lenth,
+)
+from experiments.analysis.surface import (
+    Canonical,
+    Selection,
+)
+from experiments.factors import Config, Value
+from experiments.numbers import format_optional
+
+
+@dataclass(frozen=True)
+class ResponseGoal:
+    """One response of a Derringer-Suich desirability objective, with its measurements."""
+
+    response: str
+    values: Sequence[float]
+    goal: str
+    low: float
+    high: float
+    target: float | None = None
+    weight: float = 1.0
+    importance: float = 1.0
+
+
+@dataclass(frozen=True)
+class ResponseLimit:
+    """A limit on another response at the optimum; `values` are its measurements, one per
+    observed configuration, modelled like the objective's response."""
+
+    response: str
+    values: Sequence[float]
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Term:
+    """One model term, in coded units; None where a statistic is undefined."""
+
+    name: str
+    coefficient: float
+    std_error: float | None
+    t: float | None
+    p_value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class FactorEffect:
+    """How much one factor matters.
+
+    `effect` is the predicted change from `low` to `high` with the other factors at the centre
+    (the textbook effect); `change_at_optimum` the same change with the others at the optimum.
+    For a numeric factor `low` and `high` are the ends of its range; for a categorical factor
+    the two levels whose predictions differ most (in level order). `share_of_ss` is the percent
+    of the total sum of squares explained by all terms that contain the factor (type II), the
+    ranking key. The p-value tests every term that contains the factor at once; `direction`
+    ("increases", "decreases" or "none") is that of the change at the optimum.
+    """
+
+    factor: str
+    effect: float
+    change_at_optimum: float
+    share_of_ss: float | None
+    p_value: float | None
+    direction: str
+    low: Value
+    high: Value
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The best predicted configuration in the region, with 95 % intervals.
+
+    Integer factors searched on a coarse grid are checked against their ±1 neighbours
+    (`neighbours_checked`); `limits_met` gives each limit on another response with that
+    response's prediction at the optimum; `desirability` the overall and per-response
+    desirabilities when the objective combines responses. `region` says where it was searched:
+    the factor ranges, or, when the runs do not fill them (observations taken elsewhere), the
+    convex hull of the runs, so the optimum is never an
+    extrapolation. `search` is "lattice" when every candidate point was predicted, or
+    "coordinate" when the lattice was too large and coordinate-wise searches from each observed
+    configuration were taken.
+    """
+
+    config: Config
+    predicted: float
+    ci_low: float | None
+    ci_high: float | None
+    pi_low: float | None
+    pi_high: float | None
+    on_edge: list[str]
+    search: str
+    region: str
+    neighbours_checked: bool
+    limits_met: dict[str, float]
+    desirability: dict[str, float] | None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A fitted model: terms, fit statistics, factors ranked by effect size, and the optimum."""
+
+    model: str
+    goal: str
+    n_observations: int
+    terms: list[Term]
+    r_squared: float | None
+    adj_r_squared: float | None
+    rmse: float | None
+    residual_df: int
+    ranked_factors: list[FactorEffect]
+    optimum: Optimum
+    selection: Selection | None
+    anova: list[AnovaRow]
+    fit: FitStatistics
+    lack_of_fit: LackOfFit | None
+    curvature: Curvature | None
+    lenth: Lenth | None
+    diagnostics: Diagnostics
+    box_cox: BoxCox | None
+    canonical: Canonical | None
+    natural_terms: list[Term]
+    split_plot: SplitPlotFit | None
+    method: str
+    explanation: Explanation
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """A readable text report: fit statistics, coefficient table, effects, optimum."""
+        width = max(len("term"), *(len(t.name) for t in self.terms))
+        lines = [
+            f"OLS on coded factors: {self.model} model, {self.n_observations} observations",
+            f"R-squared {format_optional(self.r_squared, '.4f')}   adj. R-squared "
+            f"{format_optional(self.adj_r_squared, '.4f')}   "
+            f"RMSE {format_optional(self.rmse, '.4g')}   residual df {self.residual_df}",
+            "",
+            f"{'term':<{width}} {'coef':>12} {'std err':>10} {'t':>8} {'P>|t|':>7} "
+            f"{'[0.025':>12} {'0.975]':>12}",
+        ]
+        lines += [
+            f"{t.name:<{width}} {t.coefficient:>12.4f} {format_optional(t.std_error, '>10.4f')} "
+            f"{format_optional(t.t, '>8.3f')} {format_optional(t.p_value, '>7.3f')} "
+            f"{format_optional(t.ci_low, '>12.4f')} {format_optional(t.ci_high, '>12.4f')}"
+            for t in self.terms
+        ]
+        lines += ["", "factors by effect size (others at the centre):"]
+        lines += [
+            f"  {e.factor}: {e.effect:+.4g} from {e.low} to {e.high} "
+            f"(p = {format_optional(e.p_value, '.3g')})"
+            for e in self.ranked_factors
+        ]
+        best = self.optimum
+        settings = ", ".join(f"{name}={value}" for name, value in best.config.items())
+        lines += [
+            "",
+            f"optimum ({self.goal}): {settings}",
+            f"  predicted {best.predicted:.4g}, 95% CI [{format_optional(best.ci_low, '.4g')}, "
+            f"{format_optional(best.ci_high, '.4g')}], "
+            f"95% PI [{format_optional(best.pi_low, '.4g')}, "
+            f"{format_optional(best.pi_high, '.4g')}]",
+        ]
+        if best.on_edge:
+            lines.append(f"  at the edge of the region in: {', '.join(best.on_edge)}")
+        return "\n".join(lines)
