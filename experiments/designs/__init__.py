@@ -1,16 +1,15 @@
 """The planner: from a factor space and a design request to a run table with its quality report.
 
-Each design family is the module `experiments/designs/<kind>.py` (see `base.Family`); this
-package does what every family shares, in this order: centre points (per block), replicates,
-decoding to natural values (integers rounded, explicit levels snapped to the nearest, with the
-`rounded` flag), removal of runs that break the constraints, reporting of points that collapsed
-onto each other, the run order (randomized within blocks, grouped into whole plots by the
-hard-to-change factors), and the quality report for the chosen model.
+Each design family is a `base.DesignFamily` subclass in `experiments/designs/<kind>.py`, listed in
+`FAMILIES`; this package does what every family shares, in this order: centre points (per
+block), replicates, decoding to natural values (integers rounded, explicit levels snapped to the
+nearest, with the `rounded` flag), removal of runs that break the constraints, reporting of
+points that collapsed onto each other, the run order (randomized within blocks, grouped into
+whole plots by the hard-to-change factors), and the quality report for the chosen model.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
 from collections.abc import Sequence
@@ -19,8 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experiments.designs.base import Family
-from experiments.designs.full_factorial import factor_levels
+from experiments.designs.base import DesignFamily
+from experiments.designs.box_behnken import BoxBehnken
+from experiments.designs.ccd import CentralComposite
+from experiments.designs.d_optimal import DOptimal
+from experiments.designs.fractional_factorial import FractionalFactorial
+from experiments.designs.full_factorial import FullFactorial, factor_levels
+from experiments.designs.latin_hypercube import LatinHypercube
+from experiments.designs.plackett_burman import PlackettBurman
 from experiments.designs.quality import DesignQuality, assess
 from experiments.designs.request import KINDS, DesignRequest
 from experiments.errors import DomainError
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from experiments.constraints import Constraint
 
 __all__ = [
+    "FAMILIES",
     "KINDS",
     "Design",
     "DesignPoint",
@@ -93,14 +99,25 @@ class Design:
         }
 
 
-def _family(kind: str) -> Family:
-    module: Family = importlib.import_module(f"experiments.designs.{kind}")  # type: ignore[assignment]
-    return module
+FAMILIES: dict[str, DesignFamily] = {
+    family.kind: family
+    for family in (
+        FullFactorial(),
+        FractionalFactorial(),
+        PlackettBurman(),
+        CentralComposite(),
+        BoxBehnken(),
+        LatinHypercube(),
+        DOptimal(),
+    )
+}
+if tuple(FAMILIES) != KINDS:
+    raise ImportError(f"design families {tuple(FAMILIES)} do not match the request's KINDS {KINDS}")
 
 
 def design_size(space: FactorSpace, request: DesignRequest) -> int:
     """Number of runs `plan` would produce (before constraints), without building the design."""
-    family = _family(request.kind)
+    family = FAMILIES[request.kind]
     family.check(space, request)
     _check_centre_points(space, request)
     return (
@@ -113,7 +130,7 @@ def plan(
     space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint] = ()
 ) -> Design:
     """Plan the design: the family's runs, then everything the families share (module doc)."""
-    family = _family(request.kind)
+    family = FAMILIES[request.kind]
     family.check(space, request)
     _check_centre_points(space, request)
     runs = family.build(space, request, constraints)

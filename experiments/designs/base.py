@@ -8,9 +8,10 @@ report.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -64,15 +65,24 @@ def require_numeric_factors(
         )
 
 
-class Family(Protocol):
-    """A design family: the module experiments/designs/<kind>.py exposing these three functions."""
+class DesignFamily(ABC):
+    """A design family: turns a factor space and a request into coded runs in standard order.
 
+    Each family is a subclass in its own module (`experiments/designs/<kind>.py`) and is listed
+    in the planner's `FAMILIES` registry under its `kind`.
+    """
+
+    kind: ClassVar[str]
+
+    @abstractmethod
     def check(self, space: FactorSpace, request: DesignRequest) -> None:
         """Raise DomainError("design.<option>", rule) for a request this family cannot plan."""
 
+    @abstractmethod
     def size(self, space: FactorSpace, request: DesignRequest) -> int:
         """Runs `build` returns, computed cheaply (the planner refuses oversized requests)."""
 
+    @abstractmethod
     def build(
         self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
     ) -> FamilyRuns:

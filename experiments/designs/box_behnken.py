@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from experiments.designs import _pydoe
-from experiments.designs.base import FamilyRuns, require_numeric_factors
+from experiments.designs.base import DesignFamily, FamilyRuns, require_numeric_factors
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -76,26 +76,6 @@ PUBLISHED_SOURCE = "Box & Behnken 1960 table"
 DESIGN_EXPERT_SOURCE = "Design-Expert table"  # the 8-factor design, not in the 1960 paper
 
 
-def check(space: FactorSpace, request: DesignRequest) -> None:
-    """Raise DomainError for a factor space or options no Box-Behnken design fits."""
-    require_numeric_factors(
-        space,
-        "a Box-Behnken design",
-        MIN_FACTORS,
-        MAX_FACTORS,
-        f"Box-Behnken designs are published for {MIN_FACTORS} to {MAX_FACTORS} factors",
-    )
-    k = len(space)
-    allowed = block_counts(k)
-    if request.blocks not in allowed:
-        counts = " or ".join(str(b) for b in allowed)
-        raise DomainError(
-            "design.blocks",
-            f"a {k}-factor Box-Behnken design runs in {counts} orthogonal blocks;"
-            f" {request.blocks} asked",
-        )
-
-
 def block_counts(k: int) -> tuple[int, ...]:
     """The numbers of orthogonal blocks a k-factor design can be run in."""
     groups = len(BLOCK_GROUPS.get(k, ()))
@@ -103,37 +83,6 @@ def block_counts(k: int) -> tuple[int, ...]:
     if _splits(k):
         counts |= {2 * c for c in counts}
     return tuple(sorted(counts))
-
-
-def size(space: FactorSpace, request: DesignRequest) -> int:
-    """Runs without centre points (the planner adds those)."""
-    check(space, request)
-    k = len(space)
-    if k not in GROUPS:
-        return 2 * k * (k - 1)  # a 2^2 factorial on each of the k(k-1)/2 pairs
-    return len(GROUPS[k]) * 2 ** _base_width(k)
-
-
-def build(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
-) -> FamilyRuns:
-    """The edge runs, generator by generator, each group's factorial in standard order."""
-    check(space, request)
-    k = len(space)
-    if k in GROUPS:
-        coded, generator = _published(k)
-        source = DESIGN_EXPERT_SOURCE if k == 8 else PUBLISHED_SOURCE
-    else:
-        coded = _pydoe.bbdesign(k)
-        pairs = list(itertools.combinations(range(k), 2))
-        generator = np.array([pairs.index(tuple(np.flatnonzero(row))) for row in coded])
-        source = PYDOE_SOURCE
-    return FamilyRuns(
-        coded=coded,
-        point_types=("edge",) * len(coded),
-        blocks=_blocks(k, request.blocks, coded, generator),
-        report={"runs": len(coded), "source": source},
-    )
 
 
 def _published(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -174,3 +123,57 @@ def _blocks(k: int, count: int, coded: np.ndarray, generator: np.ndarray) -> tup
         varied = np.where(coded == 0, 1.0, coded).prod(axis=1)
         block = 2 * block + (varied > 0)
     return tuple(int(b) + 1 for b in block)
+
+
+class BoxBehnken(DesignFamily):
+    """The `box_behnken` family (module doc)."""
+
+    kind = "box_behnken"
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Raise DomainError for a factor space or options no Box-Behnken design fits."""
+        require_numeric_factors(
+            space,
+            "a Box-Behnken design",
+            MIN_FACTORS,
+            MAX_FACTORS,
+            f"Box-Behnken designs are published for {MIN_FACTORS} to {MAX_FACTORS} factors",
+        )
+        k = len(space)
+        allowed = block_counts(k)
+        if request.blocks not in allowed:
+            counts = " or ".join(str(b) for b in allowed)
+            raise DomainError(
+                "design.blocks",
+                f"a {k}-factor Box-Behnken design runs in {counts} orthogonal blocks;"
+                f" {request.blocks} asked",
+            )
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """Runs without centre points (the planner adds those)."""
+        self.check(space, request)
+        k = len(space)
+        if k not in GROUPS:
+            return 2 * k * (k - 1)  # a 2^2 factorial on each of the k(k-1)/2 pairs
+        return len(GROUPS[k]) * 2 ** _base_width(k)
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """The edge runs, generator by generator, each group's factorial in standard order."""
+        self.check(space, request)
+        k = len(space)
+        if k in GROUPS:
+            coded, generator = _published(k)
+            source = DESIGN_EXPERT_SOURCE if k == 8 else PUBLISHED_SOURCE
+        else:
+            coded = _pydoe.bbdesign(k)
+            pairs = list(itertools.combinations(range(k), 2))
+            generator = np.array([pairs.index(tuple(np.flatnonzero(row))) for row in coded])
+            source = PYDOE_SOURCE
+        return FamilyRuns(
+            coded=coded,
+            point_types=("edge",) * len(coded),
+            blocks=_blocks(k, request.blocks, coded, generator),
+            report={"runs": len(coded), "source": source},
+        )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from experiments.designs import _pydoe
-from experiments.designs.base import FamilyRuns, require_numeric_factors
+from experiments.designs.base import DesignFamily, FamilyRuns, require_numeric_factors
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -47,44 +47,6 @@ FRACTIONS: dict[int, tuple[str, ...]] = {
     9: ("ACDFG", "BCEFG"),
     10: ("ABCG", "BCDE", "ACDF"),
 }
-
-
-def check(space: FactorSpace, request: DesignRequest) -> None:
-    """Raise DomainError for a factor space or options no central composite design fits."""
-    require_numeric_factors(
-        space,
-        "a central composite design",
-        MIN_FACTORS,
-        MAX_FACTORS,
-        "screen the factors first with a fractional factorial or Plackett-Burman design",
-    )
-    k = len(space)
-    if request.blocks not in BLOCK_COUNTS:
-        raise DomainError(
-            "design.blocks",
-            "a central composite design runs in 1 block, 2 (factorial | axial) or 3 (two"
-            f" factorial halves | axial); {request.blocks} asked",
-        )
-    if request.blocks == 3 and _split_word(k) is None:
-        raise DomainError(
-            "design.blocks",
-            f"the factorial portion of a {k}-factor central composite design cannot be split in"
-            " two blocks without confounding a main effect or two-factor interaction; use 1 or 2"
-            " blocks",
-        )
-    if request.ccd_type == "face_centred" and _is_number(request.alpha) and request.alpha != 1:
-        raise DomainError(
-            "design.alpha",
-            "a face-centred design has its axial points on the faces, alpha 1; leave alpha unset"
-            " or give 1",
-        )
-
-
-def size(space: FactorSpace, request: DesignRequest) -> int:
-    """Factorial plus axial runs (centre points are added by the planner)."""
-    check(space, request)
-    k = len(space)
-    return factorial_runs(k) + 2 * k
 
 
 def factorial_runs(k: int) -> int:
@@ -113,48 +75,6 @@ def alpha(k: int, request: DesignRequest) -> tuple[float, str]:
         return (q * f / 4) ** 0.25, "orthogonal"
     factorial_centres = centres * (request.blocks - 1)
     return math.sqrt(f * (2 * k + centres) / (2 * (f + factorial_centres))), "orthogonal_blocks"
-
-
-def build(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
-) -> FamilyRuns:
-    """The factorial runs in standard order, then the axial runs (-alpha, +alpha per factor)."""
-    check(space, request)
-    k = len(space)
-    cube = _factorial(k)
-    distance, kind = alpha(k, request)
-    axial = np.zeros((2 * k, k))
-    for i in range(k):
-        axial[2 * i, i], axial[2 * i + 1, i] = -distance, distance
-    coded = np.vstack([cube, axial])
-    if request.ccd_type == "inscribed":
-        # The circumscribed design shrunk until its farthest points sit on the range ends.
-        coded /= max(distance, 1.0)
-    aliases = _split_word(k) if request.blocks == 3 else None
-    if aliases is None:
-        cube_blocks = np.ones(len(cube), dtype=int)
-    else:
-        # Montgomery's convention: the runs where the confounded interaction is -1 come first.
-        cube_blocks = np.where(cube[:, list(aliases[0])].prod(axis=1) < 0, 1, 2)
-    axial_block = 1 if request.blocks == 1 else request.blocks
-    return FamilyRuns(
-        coded=coded,
-        point_types=("factorial",) * len(cube) + ("axial",) * (2 * k),
-        blocks=(*(int(b) for b in cube_blocks), *(axial_block,) * (2 * k)),
-        report={
-            "alpha": distance,
-            "alpha_kind": kind,
-            "ccd_type": request.ccd_type,
-            "factorial_runs": len(cube),
-            "axial_runs": 2 * k,
-            "factorial_fraction": fraction_text(k),
-            "outside_range": bool(np.abs(coded).max() > 1.0 + 1e-9),
-            "blocks_confounded_with": None
-            if aliases is None
-            else " = ".join("".join(LETTERS[i] for i in word) for word in aliases),
-            "factor_letters": dict(zip(LETTERS, space.names, strict=False)),
-        },
-    )
 
 
 def fraction_text(k: int) -> str:
@@ -212,3 +132,86 @@ def _split_word(k: int) -> tuple[tuple[int, ...], ...] | None:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class CentralComposite(DesignFamily):
+    """The `ccd` family (module doc)."""
+
+    kind = "ccd"
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Raise DomainError for a factor space or options no central composite design fits."""
+        require_numeric_factors(
+            space,
+            "a central composite design",
+            MIN_FACTORS,
+            MAX_FACTORS,
+            "screen the factors first with a fractional factorial or Plackett-Burman design",
+        )
+        k = len(space)
+        if request.blocks not in BLOCK_COUNTS:
+            raise DomainError(
+                "design.blocks",
+                "a central composite design runs in 1 block, 2 (factorial | axial) or 3 (two"
+                f" factorial halves | axial); {request.blocks} asked",
+            )
+        if request.blocks == 3 and _split_word(k) is None:
+            raise DomainError(
+                "design.blocks",
+                f"the factorial portion of a {k}-factor central composite design cannot be split"
+                " in two blocks without confounding a main effect or two-factor interaction; use 1"
+                " or 2 blocks",
+            )
+        if request.ccd_type == "face_centred" and _is_number(request.alpha) and request.alpha != 1:
+            raise DomainError(
+                "design.alpha",
+                "a face-centred design has its axial points on the faces, alpha 1; leave alpha"
+                " unset or give 1",
+            )
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """Factorial plus axial runs (centre points are added by the planner)."""
+        self.check(space, request)
+        k = len(space)
+        return factorial_runs(k) + 2 * k
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """The factorial runs in standard order, then the axial runs (-alpha, +alpha per factor)."""
+        self.check(space, request)
+        k = len(space)
+        cube = _factorial(k)
+        distance, kind = alpha(k, request)
+        axial = np.zeros((2 * k, k))
+        for i in range(k):
+            axial[2 * i, i], axial[2 * i + 1, i] = -distance, distance
+        coded = np.vstack([cube, axial])
+        if request.ccd_type == "inscribed":
+            # The circumscribed design shrunk until its farthest points sit on the range ends.
+            coded /= max(distance, 1.0)
+        aliases = _split_word(k) if request.blocks == 3 else None
+        if aliases is None:
+            cube_blocks = np.ones(len(cube), dtype=int)
+        else:
+            # Montgomery's convention: the runs where the confounded interaction is -1 come first.
+            cube_blocks = np.where(cube[:, list(aliases[0])].prod(axis=1) < 0, 1, 2)
+        axial_block = 1 if request.blocks == 1 else request.blocks
+        return FamilyRuns(
+            coded=coded,
+            point_types=("factorial",) * len(cube) + ("axial",) * (2 * k),
+            blocks=(*(int(b) for b in cube_blocks), *(axial_block,) * (2 * k)),
+            report={
+                "alpha": distance,
+                "alpha_kind": kind,
+                "ccd_type": request.ccd_type,
+                "factorial_runs": len(cube),
+                "axial_runs": 2 * k,
+                "factorial_fraction": fraction_text(k),
+                "outside_range": bool(np.abs(coded).max() > 1.0 + 1e-9),
+                "blocks_confounded_with": None
+                if aliases is None
+                else " = ".join("".join(LETTERS[i] for i in word) for word in aliases),
+                "factor_letters": dict(zip(LETTERS, space.names, strict=False)),
+            },
+        )

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from experiments.constraints import satisfied_rows
-from experiments.designs.base import FamilyRuns
+from experiments.designs.base import DesignFamily, FamilyRuns
 from experiments.designs.quality import coded_columns, d_efficiency, dependent_columns
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace, Value
@@ -61,73 +61,6 @@ RIDGE = 1e-6
 # A start whose X'X is this ill-conditioned cannot estimate the model: it is skipped.
 SINGULAR_CONDITION = 1e12
 ALGORITHM = "modified_fedorov"
-
-
-def check(space: FactorSpace, request: DesignRequest) -> None:
-    """Refuse blocks and a run count below the number of model terms."""
-    if request.blocks > 1:
-        raise DomainError(
-            "design.blocks", "a D-optimal design is not blocked: ask for 1 block (the default)"
-        )
-    _check_runs(space, request, _parameters(space, request.model_order, _level_counts(space)))
-
-
-def size(space: FactorSpace, request: DesignRequest) -> int:
-    """`request.runs`, or the model's parameters plus EXTRA_RUNS."""
-    return (
-        request.runs or _parameters(space, request.model_order, _level_counts(space)) + EXTRA_RUNS
-    )
-
-
-def build(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
-) -> FamilyRuns:
-    """Search the feasible candidates for the runs that maximize |X'X|."""
-    check(space, request)
-    model = request.model_order
-    runs = size(space, request)
-    levels, index, candidate_set = _candidates(space, request)
-    natural = np.column_stack(
-        [_numeric(f, lv)[i] for f, lv, i in zip(space.factors, levels, index.T, strict=True)]
-    )
-    feasible = satisfied_rows(constraints, space, natural)
-    index = index[feasible]
-    if not len(index):
-        raise DomainError("constraints", "no candidate point satisfies every constraint")
-    distinct = [len(np.unique(column)) for column in index.T]
-    # Constraints can only remove levels, hence terms: `check` already saw the most runs needed.
-    terms = ModelTerms(space, model, distinct)
-    mains = np.hstack(
-        [coded_columns(f, lv)[i] for f, lv, i in zip(space.factors, levels, index.T, strict=True)]
-    )
-    candidates = terms.matrix(mains)
-    _check_estimable(candidates, terms.names, model)
-    step = candidates.size + STEP_OVERHEAD
-    starts = int(np.clip(SEARCH_BUDGET // (TYPICAL_PASSES * runs * step), MIN_STARTS, MAX_STARTS))
-    passes = int(np.clip(SEARCH_BUDGET // (starts * runs * step), 1, MAX_PASSES))
-    rows, log_det = _search(candidates, runs, starts, passes, np.random.default_rng(request.seed))
-    chosen = index[rows]
-    coded = np.column_stack(
-        [
-            [f.encode(lv[i]) for i in column]
-            for f, lv, column in zip(space.factors, levels, chosen.T, strict=True)
-        ]
-    )
-    return FamilyRuns(
-        coded=coded,
-        point_types=("optimal",) * runs,
-        blocks=(1,) * runs,
-        report={
-            "candidates": len(index),
-            "candidates_removed": int(np.count_nonzero(~feasible)),
-            "candidate_set": candidate_set,
-            "log_det": log_det,
-            "d_efficiency": d_efficiency(candidates[rows]),
-            "algorithm": ALGORITHM,
-            "starts": starts,
-            "runs_default": request.runs is None,
-        },
-    )
 
 
 def _level_counts(space: FactorSpace) -> list[int]:
@@ -367,3 +300,81 @@ def _rank_one(
         inverse - sign * np.outer(u, u) / denominator,
         variance - sign * projected**2 / denominator,
     )
+
+
+class DOptimal(DesignFamily):
+    """The `d_optimal` family (module doc)."""
+
+    kind = "d_optimal"
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Refuse blocks and a run count below the number of model terms."""
+        if request.blocks > 1:
+            raise DomainError(
+                "design.blocks", "a D-optimal design is not blocked: ask for 1 block (the default)"
+            )
+        _check_runs(space, request, _parameters(space, request.model_order, _level_counts(space)))
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """`request.runs`, or the model's parameters plus EXTRA_RUNS."""
+        return (
+            request.runs
+            or _parameters(space, request.model_order, _level_counts(space)) + EXTRA_RUNS
+        )
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """Search the feasible candidates for the runs that maximize |X'X|."""
+        self.check(space, request)
+        model = request.model_order
+        runs = self.size(space, request)
+        levels, index, candidate_set = _candidates(space, request)
+        natural = np.column_stack(
+            [_numeric(f, lv)[i] for f, lv, i in zip(space.factors, levels, index.T, strict=True)]
+        )
+        feasible = satisfied_rows(constraints, space, natural)
+        index = index[feasible]
+        if not len(index):
+            raise DomainError("constraints", "no candidate point satisfies every constraint")
+        distinct = [len(np.unique(column)) for column in index.T]
+        # Constraints can only remove levels, hence terms: `check` already saw the most runs needed.
+        terms = ModelTerms(space, model, distinct)
+        mains = np.hstack(
+            [
+                coded_columns(f, lv)[i]
+                for f, lv, i in zip(space.factors, levels, index.T, strict=True)
+            ]
+        )
+        candidates = terms.matrix(mains)
+        _check_estimable(candidates, terms.names, model)
+        step = candidates.size + STEP_OVERHEAD
+        starts = int(
+            np.clip(SEARCH_BUDGET // (TYPICAL_PASSES * runs * step), MIN_STARTS, MAX_STARTS)
+        )
+        passes = int(np.clip(SEARCH_BUDGET // (starts * runs * step), 1, MAX_PASSES))
+        rows, log_det = _search(
+            candidates, runs, starts, passes, np.random.default_rng(request.seed)
+        )
+        chosen = index[rows]
+        coded = np.column_stack(
+            [
+                [f.encode(lv[i]) for i in column]
+                for f, lv, column in zip(space.factors, levels, chosen.T, strict=True)
+            ]
+        )
+        return FamilyRuns(
+            coded=coded,
+            point_types=("optimal",) * runs,
+            blocks=(1,) * runs,
+            report={
+                "candidates": len(index),
+                "candidates_removed": int(np.count_nonzero(~feasible)),
+                "candidate_set": candidate_set,
+                "log_det": log_det,
+                "d_efficiency": d_efficiency(candidates[rows]),
+                "algorithm": ALGORITHM,
+                "starts": starts,
+                "runs_default": request.runs is None,
+            },
+        )

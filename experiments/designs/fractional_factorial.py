@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experiments.designs.base import FamilyRuns
+from experiments.designs.base import DesignFamily, FamilyRuns
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -160,48 +160,6 @@ def check_two_level(space: FactorSpace, design: str) -> None:
                 f"factors.{i}.levels",
                 f"a {design} design needs two-level factors; '{factor.name}' has {count} {noun}",
             )
-
-
-def check(space: FactorSpace, request: DesignRequest) -> None:
-    """Raise DomainError for a fraction that cannot be planned: factors, size or blocks."""
-    _plan(space, request)
-
-
-def size(space: FactorSpace, request: DesignRequest) -> int:
-    """Runs of the chosen fraction."""
-    return _plan(space, request)[0].runs
-
-
-def build(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
-) -> FamilyRuns:
-    """The fraction in standard order with its blocks, defining relation and aliases."""
-    fraction, q = _plan(space, request)
-    coded = fraction.coded()
-    report: dict[str, Any] = {
-        "letters": {LETTERS[i]: name for i, name in enumerate(space.names)},
-        "generators": _generator_strings(fraction),
-        "defining_relation": [f"I = {name}" for name in _sorted_names(fraction.words)],
-        "resolution": fraction.resolution,
-        "word_length_pattern": fraction.word_length_pattern(),
-        "aliases": _aliases(fraction),
-        "block_generators": [],
-        "confounded_with_blocks": [],
-    }
-    run_blocks = np.ones(fraction.runs, dtype=int)
-    if q:
-        columns = fraction.effect_columns()
-        generators = _block_generators(fraction, columns, q)
-        report["block_generators"] = _sorted_names(generators)
-        report["confounded_with_blocks"] = _confounded(fraction, columns, q)
-        for bit, effect in enumerate(generators):
-            run_blocks += (np.prod(coded[:, _members(effect)], axis=1) > 0).astype(int) << bit
-    return FamilyRuns(
-        coded=coded,
-        point_types=("factorial",) * fraction.runs,
-        blocks=tuple(int(b) for b in run_blocks),
-        report=report,
-    )
 
 
 def _plan(space: FactorSpace, request: DesignRequest) -> tuple[Fraction, int]:
@@ -426,3 +384,48 @@ def _popcount(values: np.ndarray) -> np.ndarray:
 
 
 _BIT_COUNTS = np.array([i.bit_count() for i in range(1 << MAX_FACTORS)], dtype=np.int64)
+
+
+class FractionalFactorial(DesignFamily):
+    """The `fractional_factorial` family (module doc)."""
+
+    kind = "fractional_factorial"
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Raise DomainError for a fraction that cannot be planned: factors, size or blocks."""
+        _plan(space, request)
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """Runs of the chosen fraction."""
+        return _plan(space, request)[0].runs
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """The fraction in standard order with its blocks, defining relation and aliases."""
+        fraction, q = _plan(space, request)
+        coded = fraction.coded()
+        report: dict[str, Any] = {
+            "letters": {LETTERS[i]: name for i, name in enumerate(space.names)},
+            "generators": _generator_strings(fraction),
+            "defining_relation": [f"I = {name}" for name in _sorted_names(fraction.words)],
+            "resolution": fraction.resolution,
+            "word_length_pattern": fraction.word_length_pattern(),
+            "aliases": _aliases(fraction),
+            "block_generators": [],
+            "confounded_with_blocks": [],
+        }
+        run_blocks = np.ones(fraction.runs, dtype=int)
+        if q:
+            columns = fraction.effect_columns()
+            generators = _block_generators(fraction, columns, q)
+            report["block_generators"] = _sorted_names(generators)
+            report["confounded_with_blocks"] = _confounded(fraction, columns, q)
+            for bit, effect in enumerate(generators):
+                run_blocks += (np.prod(coded[:, _members(effect)], axis=1) > 0).astype(int) << bit
+        return FamilyRuns(
+            coded=coded,
+            point_types=("factorial",) * fraction.runs,
+            blocks=tuple(int(b) for b in run_blocks),
+            report=report,
+        )

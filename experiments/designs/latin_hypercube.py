@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.spatial.distance import pdist, squareform
 
-from experiments.designs.base import FamilyRuns
+from experiments.designs.base import DesignFamily, FamilyRuns
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -36,52 +36,6 @@ RUNS_PER_FACTOR = 10
 # Random starts, then column swaps tried on the best start.
 STARTS = 10
 SWAPS = 400
-
-
-def check(space: FactorSpace, request: DesignRequest) -> None:
-    """Raise DomainError for a factor space or options no Latin hypercube fits."""
-    if not any(f.is_numeric for f in space.factors):
-        raise DomainError(
-            "design.kind",
-            "a Latin hypercube needs at least one numeric factor; all factors are categorical"
-            " (use a full factorial)",
-        )
-    if request.blocks != 1:
-        raise DomainError(
-            "design.blocks", f"a Latin hypercube runs in 1 block; {request.blocks} asked"
-        )
-
-
-def size(space: FactorSpace, request: DesignRequest) -> int:
-    """`request.runs`, or 10 runs per factor."""
-    check(space, request)
-    return request.runs or RUNS_PER_FACTOR * len(space)
-
-
-def build(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
-) -> FamilyRuns:
-    """The runs of a maximin Latin hypercube, seeded by `request.seed`."""
-    runs = size(space, request)
-    rng = np.random.default_rng(request.seed)
-    numeric = [i for i, f in enumerate(space.factors) if f.is_numeric]
-    unit = maximin_lhs(runs, len(numeric), rng)
-    coded = np.zeros((runs, len(space)))
-    coded[:, numeric] = 2.0 * unit - 1.0
-    for i, factor in enumerate(space.factors):
-        if not factor.is_numeric:
-            levels = np.array([factor.encode(level) for level in factor.levels or ()])
-            coded[:, i] = levels[balanced_levels(len(levels), runs, rng)]
-    return FamilyRuns(
-        coded=coded,
-        point_types=("space_filling",) * runs,
-        blocks=(1,) * runs,
-        report={
-            "criterion": "maximin",
-            "min_distance": float(pdist(coded[:, numeric]).min()),
-            "runs": runs,
-        },
-    )
 
 
 def random_lhs(runs: int, dims: int, rng: np.random.Generator) -> np.ndarray:
@@ -141,3 +95,52 @@ def _set_rows(
     for row, row_values in zip(rows, values, strict=True):
         dist[row, :] = row_values
         dist[:, row] = row_values
+
+
+class LatinHypercube(DesignFamily):
+    """The `latin_hypercube` family (module doc)."""
+
+    kind = "latin_hypercube"
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Raise DomainError for a factor space or options no Latin hypercube fits."""
+        if not any(f.is_numeric for f in space.factors):
+            raise DomainError(
+                "design.kind",
+                "a Latin hypercube needs at least one numeric factor; all factors are categorical"
+                " (use a full factorial)",
+            )
+        if request.blocks != 1:
+            raise DomainError(
+                "design.blocks", f"a Latin hypercube runs in 1 block; {request.blocks} asked"
+            )
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """`request.runs`, or 10 runs per factor."""
+        self.check(space, request)
+        return request.runs or RUNS_PER_FACTOR * len(space)
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """The runs of a maximin Latin hypercube, seeded by `request.seed`."""
+        runs = self.size(space, request)
+        rng = np.random.default_rng(request.seed)
+        numeric = [i for i, f in enumerate(space.factors) if f.is_numeric]
+        unit = maximin_lhs(runs, len(numeric), rng)
+        coded = np.zeros((runs, len(space)))
+        coded[:, numeric] = 2.0 * unit - 1.0
+        for i, factor in enumerate(space.factors):
+            if not factor.is_numeric:
+                levels = np.array([factor.encode(level) for level in factor.levels or ()])
+                coded[:, i] = levels[balanced_levels(len(levels), runs, rng)]
+        return FamilyRuns(
+            coded=coded,
+            point_types=("space_filling",) * runs,
+            blocks=(1,) * runs,
+            report={
+                "criterion": "maximin",
+                "min_distance": float(pdist(coded[:, numeric]).min()),
+                "runs": runs,
+            },
+        )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from experiments.designs.base import FamilyRuns
+from experiments.designs.base import DesignFamily, FamilyRuns
 from experiments.designs.fractional_factorial import check_two_level
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
@@ -78,36 +78,6 @@ def sizes() -> list[int]:
     return sorted({*_CYCLIC, 28, 40})
 
 
-def check(space: FactorSpace, request: DesignRequest) -> None:
-    """Raise DomainError unless the factors are two-level and the run count and blocks fit."""
-    _runs(space, request)
-
-
-def size(space: FactorSpace, request: DesignRequest) -> int:
-    """Runs: `request.runs`, or the smallest multiple of 4 above the number of factors."""
-    return _runs(space, request)
-
-
-def build(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
-) -> FamilyRuns:
-    """The first k columns of the N-run design, with how strongly main effects alias 2FIs."""
-    runs = _runs(space, request)
-    coded = design(runs)[:, : len(space)]
-    correlation = _main_2fi_correlation(coded)
-    return FamilyRuns(
-        coded=coded,
-        point_types=("factorial",) * runs,
-        blocks=(1,) * runs,
-        report={
-            "runs": runs,
-            "columns_unused": runs - 1 - len(space),
-            "max_main_2fi_correlation": correlation,
-            "note": _note(correlation),
-        },
-    )
-
-
 def _runs(space: FactorSpace, request: DesignRequest) -> int:
     check_two_level(space, "Plackett-Burman")
     k = len(space)
@@ -163,3 +133,36 @@ def _note(correlation: float) -> str:
 
 def _signs(text: str) -> np.ndarray:
     return np.array([1.0 if c == "+" else -1.0 for c in text])
+
+
+class PlackettBurman(DesignFamily):
+    """The `plackett_burman` family (module doc)."""
+
+    kind = "plackett_burman"
+
+    def check(self, space: FactorSpace, request: DesignRequest) -> None:
+        """Raise DomainError unless the factors are two-level and the run count and blocks fit."""
+        _runs(space, request)
+
+    def size(self, space: FactorSpace, request: DesignRequest) -> int:
+        """Runs: `request.runs`, or the smallest multiple of 4 above the number of factors."""
+        return _runs(space, request)
+
+    def build(
+        self, space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint]
+    ) -> FamilyRuns:
+        """The first k columns of the N-run design, with how strongly main effects alias 2FIs."""
+        runs = _runs(space, request)
+        coded = design(runs)[:, : len(space)]
+        correlation = _main_2fi_correlation(coded)
+        return FamilyRuns(
+            coded=coded,
+            point_types=("factorial",) * runs,
+            blocks=(1,) * runs,
+            report={
+                "runs": runs,
+                "columns_unused": runs - 1 - len(space),
+                "max_main_2fi_correlation": correlation,
+                "note": _note(correlation),
+            },
+        )

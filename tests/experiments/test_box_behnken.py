@@ -14,6 +14,8 @@ from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from tests.experiments.design_checks import assert_blocks_orthogonal
 
+FAMILY = box_behnken.BoxBehnken()
+
 # Runs without centre points and how many factors vary in each run. The published totals add
 # 3, 3, 6, 6, 6, 10, 10, 12 and 12 centre points (15, 27, 46, 54, 62, 130, 170, 188, 204 runs).
 PUBLISHED = {
@@ -35,7 +37,7 @@ def numeric(k: int) -> FactorSpace:
 
 
 def build(k: int, **options):
-    return box_behnken.build(numeric(k), DesignRequest(kind="box_behnken", **options), ())
+    return FAMILY.build(numeric(k), DesignRequest(kind="box_behnken", **options), ())
 
 
 def quadratic(coded: np.ndarray) -> np.ndarray:
@@ -49,7 +51,7 @@ def test_run_counts_and_structure_match_the_published_designs(k):
     runs_without_centres, varied = PUBLISHED[k]
     runs = build(k)
     assert len(runs.coded) == runs_without_centres
-    assert box_behnken.size(numeric(k), DesignRequest(kind="box_behnken")) == runs_without_centres
+    assert FAMILY.size(numeric(k), DesignRequest(kind="box_behnken")) == runs_without_centres
     assert runs.report["runs"] == runs_without_centres
     assert runs.point_types == ("edge",) * runs_without_centres
     assert runs.blocks == (1,) * runs_without_centres
@@ -176,14 +178,14 @@ def test_other_block_counts_are_refused(k, blocks):
 
 def test_fewer_than_three_factors_are_refused():
     with pytest.raises(DomainError) as error:
-        box_behnken.check(numeric(2), DesignRequest(kind="box_behnken"))
+        FAMILY.check(numeric(2), DesignRequest(kind="box_behnken"))
     assert error.value.field == "design.kind"
     assert error.value.rule == "a Box-Behnken design needs at least 3 numeric factors; 2 given"
 
 
 def test_more_factors_than_published_are_refused():
     with pytest.raises(DomainError) as error:
-        box_behnken.size(numeric(13), DesignRequest(kind="box_behnken"))
+        FAMILY.size(numeric(13), DesignRequest(kind="box_behnken"))
     assert error.value.field == "design.kind"
 
 
@@ -196,7 +198,7 @@ def test_categorical_factor_is_refused_by_name():
         ]
     )
     with pytest.raises(DomainError) as error:
-        box_behnken.build(space, DesignRequest(kind="box_behnken"), ())
+        FAMILY.build(space, DesignRequest(kind="box_behnken"), ())
     assert error.value.field == "design.kind"
     assert error.value.rule == (
         "a Box-Behnken design needs numeric factors; 'engine' is categorical"
@@ -213,5 +215,5 @@ def test_report_is_json_friendly():
 def test_large_designs_are_fast(k):
     space, request = numeric(k), DesignRequest(kind="box_behnken", blocks=2)
     start = time.perf_counter()
-    box_behnken.build(space, request, ())
+    FAMILY.build(space, request, ())
     assert time.perf_counter() - start < 0.1

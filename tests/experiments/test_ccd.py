@@ -15,13 +15,15 @@ from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from tests.experiments.design_checks import assert_blocks_orthogonal
 
+FAMILY = ccd.CentralComposite()
+
 
 def numeric(k: int) -> FactorSpace:
     return FactorSpace.from_dicts({"name": f"x{i}", "low": 0, "high": 10} for i in range(k))
 
 
 def build(k: int, **options):
-    return ccd.build(numeric(k), DesignRequest(kind="ccd", **options), ())
+    return FAMILY.build(numeric(k), DesignRequest(kind="ccd", **options), ())
 
 
 def with_centres(runs, per_block: int) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +70,9 @@ def test_rotatable_alpha_and_run_counts_match_the_published_table(k, factorial, 
     assert runs.report["alpha_kind"] == "rotatable"
     assert (runs.report["factorial_runs"], runs.report["axial_runs"]) == (factorial, axial)
     assert runs.point_types == ("factorial",) * factorial + ("axial",) * axial
-    assert len(runs.coded) == factorial + axial == ccd.size(numeric(k), DesignRequest(kind="ccd"))
+    assert (
+        len(runs.coded) == factorial + axial == FAMILY.size(numeric(k), DesignRequest(kind="ccd"))
+    )
 
 
 def test_two_factor_design_in_standard_order():
@@ -224,7 +228,7 @@ def test_categorical_factor_is_refused_by_name():
         ]
     )
     with pytest.raises(DomainError) as error:
-        ccd.check(space, DesignRequest(kind="ccd"))
+        FAMILY.check(space, DesignRequest(kind="ccd"))
     assert error.value.field == "design.kind"
     assert error.value.rule == (
         "a central composite design needs numeric factors; 'engine' is categorical"
@@ -233,7 +237,7 @@ def test_categorical_factor_is_refused_by_name():
 
 @pytest.mark.parametrize("k", [1, 11])
 def test_factor_counts_outside_two_to_ten_are_refused(k):
-    for call in (ccd.check, ccd.size):
+    for call in (FAMILY.check, FAMILY.size):
         with pytest.raises(DomainError) as error:
             call(numeric(k), DesignRequest(kind="ccd"))
         assert error.value.field == "design.kind"
@@ -246,7 +250,7 @@ def test_factors_with_explicit_levels_are_allowed():
             {"name": "threads", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
         ]
     )
-    runs = ccd.build(space, DesignRequest(kind="ccd"), ())
+    runs = FAMILY.build(space, DesignRequest(kind="ccd"), ())
     assert len(runs.coded) == 8
     assert runs.report["factor_letters"] == {"A": "nodes", "B": "threads"}
 
@@ -270,6 +274,6 @@ def test_report_is_json_friendly():
 def test_ten_factor_design_is_fast():
     space, request = numeric(10), DesignRequest(kind="ccd", blocks=3, alpha="orthogonal")
     start = time.perf_counter()
-    runs = ccd.build(space, request, ())
+    runs = FAMILY.build(space, request, ())
     assert time.perf_counter() - start < 0.1
     assert len(runs.coded) == 128 + 20

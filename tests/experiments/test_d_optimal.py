@@ -16,6 +16,8 @@ from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
+FAMILY = d_optimal.DOptimal()
+
 GALERA = FactorSpace.from_dicts(
     [
         {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
@@ -46,14 +48,14 @@ def natural(space: FactorSpace, coded: np.ndarray) -> list[dict]:
 
 
 def test_one_factor_quadratic_in_three_runs_is_low_centre_high():
-    runs = d_optimal.build(continuous(1), request(runs=3), ())
+    runs = FAMILY.build(continuous(1), request(runs=3), ())
     assert sorted(runs.coded[:, 0].tolist()) == [-1.0, 0.0, 1.0]
     assert runs.point_types == ("optimal",) * 3
     assert runs.blocks == (1, 1, 1)
 
 
 def test_two_factors_linear_in_four_runs_over_the_3x3_grid_are_the_corners():
-    runs = d_optimal.build(grid(2), request(model="linear", runs=4), ())
+    runs = FAMILY.build(grid(2), request(model="linear", runs=4), ())
     assert sorted(map(tuple, runs.coded.tolist())) == [(-1, -1), (-1, 1), (1, -1), (1, 1)]
     assert runs.report["d_efficiency"] == pytest.approx(100.0)
     assert runs.report["candidates"] == 9
@@ -66,7 +68,7 @@ def test_reaches_algdesigns_published_optimum_for_three_factors_quadratic_in_14_
     # searches stop at local optima (here one at 46.268); the starts find the best one for
     # nearly every seed.
     found = [
-        d_optimal.build(grid(3), request(runs=14, seed=seed), ()).report["d_efficiency"]
+        FAMILY.build(grid(3), request(runs=14, seed=seed), ()).report["d_efficiency"]
         for seed in range(5)
     ]
     assert max(found) == pytest.approx(46.30447, abs=5e-5)
@@ -76,7 +78,7 @@ def test_reaches_algdesigns_published_optimum_for_three_factors_quadratic_in_14_
 def test_a_constraint_cutting_a_corner_is_never_broken_and_the_corner_is_avoided():
     space = grid(2)
     constraints = parse_constraints(["x0 + x1 <= 1"], space)
-    runs = d_optimal.build(space, request(model="linear", runs=4), constraints)
+    runs = FAMILY.build(space, request(model="linear", runs=4), constraints)
     configs = natural(space, runs.coded)
     assert satisfied_rows(constraints, space, configs).all()
     assert {"x0": 1, "x1": 1} not in configs
@@ -88,9 +90,9 @@ def test_the_galera_pair_constraint_on_integer_factors():
     constraints = parse_constraints(
         ["clients * threads_per_client <= 256", "nodes >= clients / 4"], GALERA
     )
-    runs = d_optimal.build(GALERA, request(model="interaction", seed=3), constraints)
+    runs = FAMILY.build(GALERA, request(model="interaction", seed=3), constraints)
     configs = natural(GALERA, runs.coded)
-    assert len(configs) == d_optimal.size(GALERA, request(model="interaction"))
+    assert len(configs) == FAMILY.size(GALERA, request(model="interaction"))
     assert satisfied_rows(constraints, GALERA, configs).all()
     assert runs.report["candidates_removed"] > 0
     # Integer factors give whole numbers whose coding is exact: nothing is left to rounding.
@@ -112,7 +114,7 @@ def test_wide_integer_ranges_are_sampled_within_the_budget():
             {"name": "runtime", "low": 30.0, "high": 300.0},
         ]
     )
-    runs = d_optimal.build(space, request(candidates=500, seed=1), ())
+    runs = FAMILY.build(space, request(candidates=500, seed=1), ())
     assert runs.report["candidate_set"] == "sampled"
     assert runs.report["candidates"] <= 500
     configs = natural(space, runs.coded)
@@ -131,7 +133,7 @@ def test_a_huge_integer_range_is_sampled_not_listed():
             {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
         ]
     )
-    runs = d_optimal.build(space, request(model="linear", runs=4), ())
+    runs = FAMILY.build(space, request(model="linear", runs=4), ())
     assert runs.report["candidate_set"] == "sampled"
     assert sorted((c["bytes"], c["nodes"]) for c in natural(space, runs.coded)) == [
         (0, 1),
@@ -143,7 +145,7 @@ def test_a_huge_integer_range_is_sampled_not_listed():
 
 def test_better_than_the_best_of_20_random_designs_of_the_same_size():
     space = continuous(4)
-    runs = d_optimal.build(space, request(runs=20, seed=0), ())
+    runs = FAMILY.build(space, request(runs=20, seed=0), ())
     log_det = runs.report["log_det"]
     lattice = np.array(list(itertools.product([-1.0, -0.5, 0.0, 0.5, 1.0], repeat=4)))
     rng = np.random.default_rng(0)
@@ -162,17 +164,17 @@ def test_better_than_the_best_of_20_random_designs_of_the_same_size():
 
 
 def test_reproducible_for_a_seed():
-    first = d_optimal.build(GALERA, request(seed=7), ())
-    again = d_optimal.build(GALERA, request(seed=7), ())
+    first = FAMILY.build(GALERA, request(seed=7), ())
+    again = FAMILY.build(GALERA, request(seed=7), ())
     assert np.array_equal(first.coded, again.coded)
     assert first.report == again.report
 
 
 def test_default_runs_are_the_parameters_plus_five_and_say_so():
-    runs = d_optimal.build(continuous(3), request(), ())
-    assert len(runs.coded) == d_optimal.size(continuous(3), request()) == 10 + 5
+    runs = FAMILY.build(continuous(3), request(), ())
+    assert len(runs.coded) == FAMILY.size(continuous(3), request()) == 10 + 5
     assert runs.report["runs_default"] is True
-    assert d_optimal.build(continuous(3), request(runs=12), ()).report["runs_default"] is False
+    assert FAMILY.build(continuous(3), request(runs=12), ()).report["runs_default"] is False
 
 
 def test_squares_only_for_factors_with_three_levels():
@@ -183,12 +185,12 @@ def test_squares_only_for_factors_with_three_levels():
         ]
     )
     # Intercept, a, b, a:b, b^2: a two-level factor has no square.
-    assert d_optimal.size(space, request()) == 5 + 5
+    assert FAMILY.size(space, request()) == 5 + 5
 
 
 def test_too_few_runs_names_the_rule():
     with pytest.raises(DomainError) as caught:
-        d_optimal.check(continuous(6), request(runs=20))
+        FAMILY.check(continuous(6), request(runs=20))
     assert caught.value.field == "design.runs"
     assert caught.value.rule == (
         "a D-optimal design for the quadratic model of 6 factors needs at least 28 runs "
@@ -198,24 +200,24 @@ def test_too_few_runs_names_the_rule():
 
 def test_blocks_are_refused():
     with pytest.raises(DomainError) as caught:
-        d_optimal.check(continuous(2), request(blocks=2))
+        FAMILY.check(continuous(2), request(blocks=2))
     assert caught.value.field == "design.blocks"
 
 
 def test_constraints_that_leave_too_little_are_refused():
     space = grid(2)
     with pytest.raises(DomainError) as caught:
-        d_optimal.build(space, request(runs=6), parse_constraints(["x0 + x1 < -2"], space))
+        FAMILY.build(space, request(runs=6), parse_constraints(["x0 + x1 < -2"], space))
     assert caught.value.field == "constraints"
     assert "no candidate point" in caught.value.rule
     with pytest.raises(DomainError) as caught:
-        d_optimal.build(space, request(runs=6), parse_constraints(["x0 + x1 <= -1"], space))
+        FAMILY.build(space, request(runs=6), parse_constraints(["x0 + x1 <= -1"], space))
     assert caught.value.field == "constraints"
     assert "only 3 candidate points" in caught.value.rule
     # Enough points, but on one line: x0 and x1 cannot be told apart.
     line = parse_constraints(["x0 - x1 <= 0", "x1 - x0 <= 0"], space)
     with pytest.raises(DomainError) as caught:
-        d_optimal.build(space, request(model="linear", runs=4), line)
+        FAMILY.build(space, request(model="linear", runs=4), line)
     assert caught.value.field == "constraints"
     assert "x1" in caught.value.rule
 
@@ -238,7 +240,7 @@ def test_every_run_meets_random_constraints(limit, ratio, model):
         [f"nodes + clients <= {limit}", f"clients * load <= {ratio} / 2"], space
     )
     try:
-        runs = d_optimal.build(space, request(model=model, seed=limit + 4), constraints)
+        runs = FAMILY.build(space, request(model=model, seed=limit + 4), constraints)
     except DomainError as error:
         # Only a region too small for the model may be refused.
         assert error.field == "constraints"
@@ -260,9 +262,9 @@ def best_of(repeats: int, build) -> float:
 
 def test_six_factors_quadratic_1000_candidates_within_two_seconds():
     space, options = continuous(6), request(candidates=1000)
-    assert best_of(2, lambda: d_optimal.build(space, options, ())) < 2.0
+    assert best_of(2, lambda: FAMILY.build(space, options, ())) < 2.0
 
 
 def test_ten_factors_linear_within_100_ms():
     space, options = continuous(10), request(model="linear")
-    assert best_of(3, lambda: d_optimal.build(space, options, ())) < 0.1
+    assert best_of(3, lambda: FAMILY.build(space, options, ())) < 0.1

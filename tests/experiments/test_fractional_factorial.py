@@ -17,6 +17,8 @@ from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
+FAMILY = ff.FractionalFactorial()
+
 
 def numeric(k: int) -> FactorSpace:
     return FactorSpace.from_dicts([{"name": f"x{i}", "low": 0, "high": 1} for i in range(k)])
@@ -27,7 +29,7 @@ def request(**options) -> DesignRequest:
 
 
 def plan(k: int, **options):
-    return ff.build(numeric(k), request(**options), [])
+    return FAMILY.build(numeric(k), request(**options), [])
 
 
 def column(coded: np.ndarray, effect: str) -> np.ndarray:
@@ -195,7 +197,7 @@ def test_letters_name_the_factors_and_skip_i():
         [{"name": f"f{i}", "low": 0, "high": 1} for i in range(9)]
         + [{"name": "engine", "kind": "categorical", "levels": ["innodb", "myrocks"]}]
     )
-    family = ff.build(space, request(), [])
+    family = FAMILY.build(space, request(), [])
     assert list(family.report["letters"]) == list("ABCDEFGHJK")
     assert family.report["letters"]["K"] == "engine"
     assert set(np.unique(family.coded[:, 9])) == {-1.0, 1.0}
@@ -296,7 +298,7 @@ def test_blocks_are_confounded_only_with_the_reported_effects(k, runs, blocks):
     ],
 )
 def test_impossible_requests_name_the_rule(k, options, field, words):
-    for call in (ff.check, ff.size):
+    for call in (FAMILY.check, FAMILY.size):
         with pytest.raises(DomainError) as raised:
             call(numeric(k), request(**options))
         assert raised.value.field == field
@@ -314,7 +316,7 @@ def test_impossible_requests_name_the_rule(k, options, field, words):
 def test_factors_with_other_than_two_levels_are_refused(factor):
     space = FactorSpace.from_dicts([{"name": "a", "low": 0, "high": 1}, factor])
     with pytest.raises(DomainError) as raised:
-        ff.build(space, request(), [])
+        FAMILY.build(space, request(), [])
     assert raised.value.field == "factors.1.levels"
     assert f"'{factor['name']}' has {len(factor['levels'])} level" in raised.value.rule
 
@@ -325,7 +327,7 @@ def test_factors_with_other_than_two_levels_are_refused(factor):
 def test_size_is_the_number_of_runs_built(options):
     for k in range(2, 12):
         try:
-            expected = ff.size(numeric(k), request(**options))
+            expected = FAMILY.size(numeric(k), request(**options))
         except DomainError:
             continue
         assert len(plan(k, **options).coded) == expected
@@ -336,6 +338,6 @@ def test_ten_factors_plan_well_under_100_ms():
         cached.cache_clear()
     for options in ({}, {"resolution": 5}, {"runs": 16}, {"resolution": 5, "blocks": 8}):
         start = time.perf_counter()
-        ff.check(numeric(10), request(**options))
+        FAMILY.check(numeric(10), request(**options))
         plan(10, **options)
         assert time.perf_counter() - start < 0.1, options
