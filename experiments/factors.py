@@ -207,6 +207,11 @@ class FactorSpace:
         """Factor names in order."""
         return [f.name for f in self.factors]
 
+    @property
+    def units(self) -> dict[str, str]:
+        """The unit of every factor that has one, by name."""
+        return {f.name: f.unit for f in self.factors if f.unit}
+
     def __getitem__(self, name: str) -> Factor:
         return self.factors[self._index[name]]
 

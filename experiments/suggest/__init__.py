@@ -1,8 +1,9 @@
 """What to run next: sequential response-surface steps and Bayesian optimization.
 
-`suggest` proposes the next runs by one strategy and returns a `Plan` (the suggestions, the stage
-and why); `next_batch` is one step of the closed loop: the same, within a budget and a stopping
-rule on the expected improvement. Both are pure: the service and the benchmarks call them alike.
+Each strategy is a `Strategy` subclass (`base.py`), listed by name in `STRATEGIES`. `suggest`
+proposes the next runs by one strategy and returns a `Plan` (the suggestions, the stage and why);
+`next_batch` is one step of the closed loop: the same, within a budget and a stopping rule on the
+expected improvement. Both are pure: the service and the benchmarks call them alike.
 """
 
 from __future__ import annotations
@@ -10,21 +11,29 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import numpy as np
-
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
-from experiments.goals import check_goal
-from experiments.suggest.auto import auto, initial_runs
-from experiments.suggest.base import DONE, Limit, Plan, Runs, Suggestion
-from experiments.suggest.bayes import MODEL_NAME, bayes_plan, predict
-from experiments.suggest.initial import space_filling
-from experiments.suggest.sequential import augment, replicate_incumbent, steepest_ascent
+from experiments.suggest.auto import Auto
+from experiments.suggest.base import DONE, Limit, Plan, Runs, Strategy, Suggestion
+from experiments.suggest.bayes import MODEL_NAME, predict
+from experiments.suggest.strategies import Augment, Bayes, Replicate, SteepestAscent
 
-__all__ = ["DONE", "STRATEGIES", "Limit", "Plan", "Runs", "Suggestion", "next_batch", "suggest"]
+__all__ = [
+    "DONE",
+    "STRATEGIES",
+    "Limit",
+    "Plan",
+    "Runs",
+    "Strategy",
+    "Suggestion",
+    "next_batch",
+    "suggest",
+]
 
-STRATEGIES: tuple[str, ...] = ("auto", "augment", "steepest_ascent", "bayes", "replicate")
+STRATEGIES: dict[str, type[Strategy]] = {
+    kind.name: kind for kind in (Auto, Augment, SteepestAscent, Bayes, Replicate)
+}
 MAX_COUNT = 20
 
 
@@ -40,7 +49,8 @@ def suggest(
     seed: int = 0,
     budget: int | None = None,
 ) -> Plan:
-    """The next runs by `strategy`, each with its prediction and reason.
+    """The next runs by the strategy named `strategy` (a key of STRATEGIES), each with its
+    prediction and reason.
 
     `count` is the batch size of sequential picks (Bayesian optimization, path steps,
     replicates); design steps of `auto` come whole. `budget` is the number of trials the caller
@@ -50,43 +60,10 @@ def suggest(
         raise DomainError("strategy", f"must be one of {', '.join(STRATEGIES)}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
         raise DomainError("count", f"must be a whole number from 1 to {MAX_COUNT}")
-    check_goal(goal)
-    if strategy == "auto":
-        plan = auto(
-            space,
-            runs,
-            goal=goal,
-            count=count,
-            constraints=constraints,
-            limits=limits,
-            seed=seed,
-            budget=budget,
-        )
-    elif strategy == "augment":
-        found = augment(space, runs.configs, constraints=constraints)[:count]
-        plan = Plan(
-            strategy,
-            "augment",
-            "Axial and centre points complete the two-level factorial into a central composite"
-            " design, which can estimate the curvature of the response.",
-            found,
-        )
-    elif strategy == "steepest_ascent":
-        found = steepest_ascent(
-            space, runs.configs, runs.values, goal=goal, count=count, constraints=constraints
-        )
-        plan = Plan(
-            strategy,
-            "steepest_ascent",
-            "Points along the path of steepest ascent of the first-order model.",
-            found,
-        )
-    elif strategy == "replicate":
-        found = replicate_incumbent(space, runs.configs, runs.values, goal=goal, count=count)
-        plan = Plan(strategy, "replicate", "Replicates of the best configuration so far.", found)
-    else:
-        plan = _bayes(space, runs, goal, count, constraints, limits, seed)
-    return _finished(plan, strategy, space, runs, seed)
+    chosen = STRATEGIES[strategy](
+        space, goal=goal, constraints=constraints, limits=limits, seed=seed, budget=budget
+    )
+    return _finished(chosen.fit(runs).suggest(count), strategy, space, runs, seed)
 
 
 def next_batch(
@@ -142,38 +119,6 @@ def next_batch(
     if budget_left is not None:
         plan = dataclasses.replace(plan, suggestions=plan.suggestions[:budget_left])
     return plan
-
-
-def _bayes(
-    space: FactorSpace,
-    runs: Runs,
-    goal: str,
-    count: int,
-    constraints: Sequence[Constraint],
-    limits: Sequence[Limit],
-    seed: int,
-) -> Plan:
-    if len(runs) < 2 or np.ptp(np.asarray(runs.values, dtype=float)) == 0:
-        n = max(initial_runs(space) - len(runs), 1)
-        reason = (
-            f"Start of Bayesian optimization: {n} space-filling runs (maximin Latin hypercube)"
-            " give the Gaussian process a first picture of the whole region."
-        )
-        already = [*runs.configs, *runs.failed]
-        found = space_filling(space, n, constraints, seed, reason, already=already)
-        return Plan("bayes", "initial", reason, found)
-    return bayes_plan(
-        space,
-        runs,
-        strategy="bayes",
-        explanation="Bayesian optimization: a Gaussian process fitted to the runs picks the"
-        " configurations of highest expected improvement.",
-        goal=goal,
-        count=count,
-        constraints=constraints,
-        limits=limits,
-        seed=seed,
-    )
 
 
 def _finished(plan: Plan, strategy: str, space: FactorSpace, runs: Runs, seed: int) -> Plan:

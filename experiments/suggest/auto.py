@@ -29,10 +29,8 @@ size asked: their statistics need every run.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.stats
@@ -40,18 +38,19 @@ import scipy.stats
 from experiments import analysis
 from experiments.analysis import Analysis
 from experiments.analysis.statistics import curvature
-from experiments.constraints import Constraint
 from experiments.errors import DomainError
-from experiments.factors import Config, FactorSpace, Value
-from experiments.suggest.base import Limit, Plan, Runs, Suggestion
-from experiments.suggest.bayes import bayes_plan
+from experiments.factors import Config, FactorSpace
+from experiments.numbers import describe_config, format_optional
+from experiments.suggest.base import Plan, Strategy, Suggestion
 from experiments.suggest.initial import (
+    initial_runs,
     screening,
     screening_design,
     screening_size,
     space_filling,
 )
 from experiments.suggest.sequential import augment, steepest_ascent, two_level_split
+from experiments.suggest.strategies import Bayes
 from experiments.terms import ModelTerms, distinct_levels
 
 CONFIRMATION_RUNS = 2
@@ -66,49 +65,23 @@ _SPARE_DF = 2
 BAYES_TYPES = frozenset({"bayes", "replicate", "space_filling"})
 
 
-def initial_runs(space: FactorSpace) -> int:
-    """Runs of the space-filling design that starts Bayesian optimization from nothing: two
-    per factor (at least 4), which measured better than k + 1 on every benchmark problem."""
-    return max(4, 2 * len(space))
+class Auto(Strategy):
+    """The staged path of a response-surface expert (module doc), read off the runs."""
 
+    name = "auto"
 
-def auto(
-    space: FactorSpace,
-    runs: Runs,
-    *,
-    goal: str = "maximize",
-    count: int = 1,
-    constraints: Sequence[Constraint] = (),
-    limits: Sequence[Limit] = (),
-    seed: int = 0,
-    budget: int | None = None,
-) -> Plan:
-    """The next step of the staged path (module docstring), with its explanation."""
-    return _Auto(space, runs, goal, count, constraints, limits, seed, budget).plan()
+    def suggest(self, count: int) -> Plan:
+        """The next step of the staged path, with its explanation; design steps come whole."""
+        step = self._step(count)
+        return self._bayes(step, count) if isinstance(step, str) else step
 
-
-@dataclass(frozen=True)
-class _Auto:
-    space: FactorSpace
-    runs: Runs
-    goal: str
-    count: int
-    constraints: Sequence[Constraint]
-    limits: Sequence[Limit]
-    seed: int
-    budget: int | None
-
-    def plan(self) -> Plan:
-        step = self._step()
-        return self._bayes(step) if isinstance(step, str) else step
-
-    def _step(self) -> Plan | str:
+    def _step(self, count: int) -> Plan | str:
         """The next step, or why Bayesian optimization takes over (a sentence to complete)."""
         if len(self.runs) == 0:
             return self._start()
         types = self.runs.types
         if any(t in BAYES_TYPES for t in types):
-            return f"Bayesian optimization goes on. It was taken because {self._why()}"
+            return f"Bayesian optimization goes on. It was taken because {self._why(count)}"
         categorical = [f.name for f in self.space.factors if not f.is_numeric]
         if categorical:
             return (
@@ -133,9 +106,9 @@ class _Auto:
                 "the runs are neither a two-level factorial nor a response-surface design, so"
                 " the staged path has nothing to build on"
             )
-        return self._after_screening(*split)
+        return self._after_screening(count, *split)
 
-    def _why(self) -> str:
+    def _why(self, count: int) -> str:
         """Why Bayesian optimization was taken, from the runs made before it."""
         types = self.runs.types
         if "space_filling" in types:
@@ -146,7 +119,7 @@ class _Auto:
         staged = [i for i, t in enumerate(types) if t not in BAYES_TYPES]
         if not staged:
             return "every run so far came from it"
-        earlier = dataclasses.replace(self, runs=self.runs.subset(staged), budget=None)._step()
+        earlier = self.like(Auto).fit(self.runs.subset(staged))._step(count)
         return earlier if isinstance(earlier, str) else "the staged path ended"
 
     def _start(self) -> Plan:
@@ -161,13 +134,16 @@ class _Auto:
             found = space_filling(
                 self.space, n, self.constraints, self.seed, reason, already=self.runs.failed
             )
-            return Plan("auto", "initial", reason, found)
+            return Plan(self.name, "initial", reason, found)
         reason = (
             "Screening: a two-level factorial with centre points shows which factors matter,"
             " and the centre points test whether the response curves inside the region."
         )
         return Plan(
-            "auto", "screening", reason, screening(self.space, self.constraints, self.seed, reason)
+            self.name,
+            "screening",
+            reason,
+            screening(self.space, self.constraints, self.seed, reason),
         )
 
     def _staged_blocker(self) -> str | None:
@@ -198,7 +174,7 @@ class _Auto:
             )
         return None
 
-    def _after_screening(self, corners: list[int], centres: list[int]) -> Plan | str:
+    def _after_screening(self, count: int, corners: list[int], centres: list[int]) -> Plan | str:
         values = np.asarray(self.runs.values, dtype=float)
         test = curvature(values[corners], values[centres])
         if test is None:
@@ -219,7 +195,7 @@ class _Auto:
             )
         else:
             p_text = "no difference" if test.p_value is None else f"p = {test.p_value:.3g}"
-            path = self._path(p_text)
+            path = self._path(count, p_text)
             if path is not None:
                 return path
             why = (
@@ -239,16 +215,16 @@ class _Auto:
                 f" {len(found)} runs and {CONFIRMATION_RUNS} confirmation runs"
             )
         explanation = f"Augment to a central composite design: {why}."
-        return Plan("auto", "augment", explanation, found)
+        return Plan(self.name, "augment", explanation, found)
 
-    def _path(self, p_text: str) -> Plan | None:
+    def _path(self, count: int, p_text: str) -> Plan | None:
         try:
             found = steepest_ascent(
                 self.space,
                 self.runs.configs,
                 self.runs.values,
                 goal=self.goal,
-                count=max(self.count, PATH_STEPS),
+                count=max(count, PATH_STEPS),
                 constraints=self.constraints,
             )
         except DomainError:
@@ -258,7 +234,7 @@ class _Auto:
             f" ({p_text}), so a first-order model describes the region and its gradient points"
             " to better settings."
         )
-        return Plan("auto", "steepest_ascent", explanation, found)
+        return Plan(self.name, "steepest_ascent", explanation, found)
 
     def _quadratic_estimable(self) -> bool:
         fitted = [i for i, t in enumerate(self.runs.types) if t != "confirmation"]
@@ -288,14 +264,14 @@ class _Auto:
         measured = [float(self.runs.values[i]) for i in confirmed]
         low, high = _mean_interval(model, len(measured))
         mean = float(np.mean(measured))
-        where = _describe(best.config)
+        where = describe_config(best.config)
         if low <= mean <= high:
             reason = (
                 f"The optimum is confirmed: {len(measured)} confirmation run(s) at {where}"
                 f" averaged {mean:.4g}, inside the 95 % prediction interval [{low:.4g},"
                 f" {high:.4g}] of the quadratic model's {best.predicted:.4g}."
             )
-            return Plan("auto", "confirmed", reason, [], stop_reason=reason)
+            return Plan(self.name, "confirmed", reason, [], stop_reason=reason)
         return (
             f"the confirmation runs at {where} averaged {mean:.4g}, outside the 95 % prediction"
             f" interval [{low:.4g}, {high:.4g}] of the quadratic model's {best.predicted:.4g}:"
@@ -314,8 +290,8 @@ class _Auto:
         low, high = _mean_interval(model, CONFIRMATION_RUNS)
         explanation = (
             f"Confirm the optimum: the quadratic model ({len(model.terms)} terms, R²"
-            f" {_number(model.r_squared)}, no significant lack of fit) predicts"
-            f" {best.predicted:.4g} at {_describe(best.config)}.{shape} {CONFIRMATION_RUNS}"
+            f" {format_optional(model.r_squared, '.3f')}, no significant lack of fit) predicts"
+            f" {best.predicted:.4g} at {describe_config(best.config)}.{shape} {CONFIRMATION_RUNS}"
             " runs there check the prediction: their mean should fall inside"
             f" [{low:.4g}, {high:.4g}]."
         )
@@ -326,7 +302,7 @@ class _Auto:
         found = [
             Suggestion(
                 config=dict(best.config),
-                strategy="auto",
+                strategy=self.name,
                 point_type="confirmation",
                 reason=explanation,
                 predicted=best.predicted,
@@ -335,7 +311,7 @@ class _Auto:
             )
             for _ in range(CONFIRMATION_RUNS)
         ]
-        return Plan("auto", "confirmation", explanation, found)
+        return Plan(self.name, "confirmation", explanation, found)
 
     def _fit(self, keep: Sequence[int]) -> Analysis:
         configs = [self.runs.configs[i] for i in keep]
@@ -357,21 +333,15 @@ class _Auto:
             ],
         )
 
-    def _bayes(self, why: str) -> Plan:
+    def _bayes(self, why: str, count: int) -> Plan:
         if why.startswith("Bayesian optimization goes on"):
             explanation = why if why.endswith(".") else f"{why}."
         else:
             explanation = f"Bayesian optimization: {why}."
-        return bayes_plan(
-            self.space,
-            self.runs,
-            strategy="auto",
-            explanation=explanation,
-            goal=self.goal,
-            count=self.count,
-            constraints=self.constraints,
-            limits=self.limits,
-            seed=self.seed,
+        return (
+            self.like(Bayes)
+            .fit(self.runs)
+            .batch(count, strategy=self.name, explanation=explanation)
         )
 
 
@@ -418,15 +388,3 @@ def _mean_interval(model: Analysis, runs: int) -> tuple[float, float]:
 def _same(space: FactorSpace, a: object, b: Config) -> bool:
     checked = space.check_config(a, in_region=False)  # type: ignore[arg-type]
     return all(checked[n] == b[n] for n in space.names)
-
-
-def _describe(config: Config) -> str:
-    return ", ".join(f"{name}={_value(v)}" for name, v in config.items())
-
-
-def _value(value: Value) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def _number(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

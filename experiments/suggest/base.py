@@ -1,12 +1,17 @@
-"""What the strategies learn from (`Runs`, `Limit`) and what they return (`Suggestion`, `Plan`)."""
+"""The contract of a suggestion strategy (`Strategy`), what strategies learn from (`Runs`, `Limit`)
+and what they return (`Suggestion`, `Plan`)."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar, Self, TypeVar
 
+from experiments.constraints import Constraint
 from experiments.errors import DomainError
-from experiments.factors import Config
+from experiments.factors import Config, FactorSpace
+from experiments.goals import check_goal
 
 
 @dataclass(frozen=True)
@@ -129,3 +134,59 @@ class Plan:
     def as_dict(self) -> dict[str, object]:
         """Plain dict."""
         return asdict(self)
+
+
+S = TypeVar("S", bound="Strategy")
+
+
+class Strategy(ABC):
+    """A way of choosing the next runs, in the style of a scikit-learn estimator: configured once
+    with the problem, `fit` to the runs so far, then asked to `suggest` a batch.
+
+    ``Bayes(space, goal="minimize", limits=limits, seed=3).fit(runs).suggest(4)``
+
+    `budget` is the number of trials the caller can still afford (None: unlimited); a strategy
+    that plans whole designs (`auto`) chooses its path by it. Each subclass names itself in
+    `name`, the word clients use, and is listed in `experiments.suggest.STRATEGIES`.
+    """
+
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        space: FactorSpace,
+        *,
+        goal: str = "maximize",
+        constraints: Sequence[Constraint] = (),
+        limits: Sequence[Limit] = (),
+        seed: int = 0,
+        budget: int | None = None,
+    ) -> None:
+        self.space = space
+        self.goal = check_goal(goal)
+        self.constraints = tuple(constraints)
+        self.limits = tuple(limits)
+        self.seed = seed
+        self.budget = budget
+        self.runs = Runs()
+
+    def fit(self, runs: Runs) -> Self:
+        """Learn from the runs so far; returns the strategy itself, for chaining."""
+        self.runs = runs
+        return self
+
+    def like(self, kind: type[S], *, budget: int | None = None) -> S:
+        """Another strategy configured for the same problem (the runs are not passed on)."""
+        return kind(
+            self.space,
+            goal=self.goal,
+            constraints=self.constraints,
+            limits=self.limits,
+            seed=self.seed,
+            budget=budget,
+        )
+
+    @abstractmethod
+    def suggest(self, count: int) -> Plan:
+        """The next runs, at most `count` of them where the strategy picks one by one, each with
+        its prediction and reason; or, in `Plan.stop_reason`, why nothing is worth running."""

@@ -62,9 +62,10 @@ from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.goals import check_goal
-from experiments.suggest.base import Limit, Plan, Runs, Suggestion
+from experiments.numbers import describe_config, format_value
+from experiments.suggest.base import Limit, Suggestion
 
-__all__ = ["MAX_LATTICE", "MODEL_NAME", "bayes", "bayes_plan", "predict"]
+__all__ = ["MAX_LATTICE", "MODEL_NAME", "bayes", "predict"]
 
 # The lattice is scored whole up to this many points, else quasi-random candidates are used.
 MAX_LATTICE = 20_000
@@ -216,39 +217,6 @@ def bayes(
     return suggestions
 
 
-def bayes_plan(
-    space: FactorSpace,
-    runs: Runs,
-    *,
-    strategy: str,
-    explanation: str,
-    goal: str = "maximize",
-    count: int = 1,
-    constraints: Sequence[Constraint] = (),
-    limits: Sequence[Limit] = (),
-    seed: int = 0,
-) -> Plan:
-    """`bayes` on the runs as a plan of stage "bayes", with the batch's largest expected
-    improvement (for stopping rules)."""
-    found = bayes(
-        space,
-        runs.configs,
-        runs.values,
-        goal=goal,
-        count=count,
-        constraints=constraints,
-        limits=limits,
-        responses=runs.responses,
-        failed=runs.failed,
-        point_types=runs.types,
-        seed=seed,
-    )
-    gains = [s.expected_improvement for s in found if s.expected_improvement is not None]
-    return Plan(
-        strategy, "bayes", explanation, found, expected_improvement=max(gains, default=None)
-    )
-
-
 @_one_blas_thread
 def predict(
     space: FactorSpace,
@@ -365,13 +333,15 @@ class _Incumbent:
         chance = float(norm.cdf((mean - self.mean) / spread)) if spread > 0 else 0.0
         if chance < _RUNNER_UP_CHANCE:
             return None
+        best_mean, best_sd = format_value(sign * self.mean), format_value(self.sd)
+        incumbent = describe_config(self.config, space.units)
+        runner_up = f"{describe_config(config, space.units)}, {format_value(sign * mean)}"
         reason = (
-            f"Replicate the best configuration so far ({_describe(space, self.config)}): the"
-            f" model puts its mean at {_fmt(sign * self.mean)} ± {_fmt(self.sd)} after"
-            f" {self.runs} run(s), and the runner-up ({_describe(space, config)},"
-            f" {_fmt(sign * mean)} ± {_fmt(sd)}) has a {chance:.0%} chance of being truly"
-            f" better. That uncertainty is larger than the {_fmt(best_gain)} any new"
-            " configuration is expected to gain, so measuring the incumbent again is worth more."
+            f"Replicate the best configuration so far ({incumbent}): the model puts its mean at"
+            f" {best_mean} ± {best_sd} after {self.runs} run(s), and the runner-up ({runner_up}"
+            f" ± {format_value(sd)}) has a {chance:.0%} chance of being truly better. That"
+            f" uncertainty is larger than the {format_value(best_gain)} any new configuration"
+            " is expected to gain, so measuring the incumbent again is worth more."
         )
         return Suggestion(
             config=dict(self.config),
@@ -407,8 +377,8 @@ def _limits_sentence(guards: Sequence[_Guard], point: np.ndarray) -> str:
         mean, _ = _predict(guard.model, point)
         chance = float(guard.probability(point)[0])
         parts.append(
-            f"{guard.limit.response} predicted {_fmt(float(mean[0]))} ({chance:.0%} chance that"
-            f" {guard.limit.text})"
+            f"{guard.limit.response} predicted {format_value(float(mean[0]))}"
+            f" ({chance:.0%} chance that {guard.limit.text})"
         )
     return " Limits: " + "; ".join(parts) + "."
 
@@ -726,37 +696,20 @@ def _reason(
     """One sentence for a DBA: how much better it may be, and whether that is a bet on the
     prediction or on the model's uncertainty."""
     mean, sd, ei, best = outcome
-    where = _describe(space, config)
+    where = describe_config(config, space.units)
     gain = "improvement" if sign > 0 else "reduction"
     sense = "best" if sign > 0 else "best (lowest)"
+    predicts = f"the model predicts {format_value(mean)} ± {format_value(sd)} here"
     if sign * (mean - best) > 0:
-        why = f"the model predicts {_fmt(mean)} ± {_fmt(sd)} here, better than the best so far"
+        why = f"{predicts}, better than the best so far"
     else:
-        why = (
-            f"the model predicts {_fmt(mean)} ± {_fmt(sd)} here and is uncertain enough about "
-            "this region that it may beat the best"
-        )
+        why = f"{predicts} and is uncertain enough about this region that it may beat the best"
     batch = (
         ""
         if position == 0
         else " It was chosen assuming the earlier suggestions of this batch perform as predicted."
     )
     return (
-        f"Expected {gain} of {_fmt(ei)} over the {sense} configuration so far (the model puts"
-        f" its mean at {_fmt(best)}) by running {where}: {why}.{batch}"
+        f"Expected {gain} of {format_value(ei)} over the {sense} configuration so far (the model"
+        f" puts its mean at {format_value(best)}) by running {where}: {why}.{batch}"
     )
-
-
-def _describe(space: FactorSpace, config: Mapping[str, Value]) -> str:
-    return ", ".join(
-        f"{f.name}={_fmt(config[f.name])}{(' ' + f.unit) if f.unit else ''}" for f in space.factors
-    )
-
-
-def _fmt(value: Value) -> str:
-    if isinstance(value, str):
-        return value
-    number = float(value)
-    if number.is_integer() and abs(number) < 1e15:
-        return str(int(number))
-    return f"{number:.4g}"

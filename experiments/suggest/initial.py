@@ -87,3 +87,9 @@ def space_filling(
         )
         for p in picked
     ]
+
+
+def initial_runs(space: FactorSpace) -> int:
+    """Runs of the space-filling design that starts Bayesian optimization from nothing: two
+    per factor (at least 4), which measured better than k + 1 on every benchmark problem."""
+    return max(4, 2 * len(space))

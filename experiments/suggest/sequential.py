@@ -25,6 +25,7 @@ from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.goals import check_goal
+from experiments.numbers import describe_config, format_value
 from experiments.suggest.base import Suggestion
 
 # Two coded positions closer than this are the same point (float noise through log2 scales).
@@ -100,7 +101,7 @@ def augment(
             raise DomainError(
                 "strategy",
                 f"augment needs a two-level factorial (with centre points), but run {i + 1}"
-                f" ({_describe(runs[i])}) is neither a factorial point (every factor at its"
+                f" ({describe_config(runs[i])}) is neither a factorial point (every factor at its"
                 " low or high level), a centre point, nor an axial point of the augmentation",
             )
 
@@ -134,7 +135,7 @@ def augment(
     elif wanted:
         moved = not np.allclose(space.encode(centre), middle, atol=_TOLERANCE)
         text = (
-            f"Centre point ({_describe(centre)}): repeated runs at the centre measure the"
+            f"Centre point ({describe_config(centre)}): repeated runs at the centre measure the"
             " run-to-run noise and, with the axial points, the curvature of the response."
         )
         if moved:
@@ -310,7 +311,7 @@ def replicate_incumbent(
     if len(measured) > 1:
         uncertainty = float(np.std(measured, ddof=1) / math.sqrt(len(measured)))
     text = (
-        f"Repeat the best configuration so far ({_describe(config)}): it averaged"
+        f"Repeat the best configuration so far ({describe_config(config)}): it averaged"
         f" {means[order[0]]:.4g} over {len(measured)} run(s)."
     )
     if len(groups) > 1:
@@ -466,15 +467,7 @@ def _broken(constraints: Sequence[Constraint], config: Mapping[str, Value]) -> s
 
 
 def _value(factor: Factor, value: Value) -> str:
-    number = f"{value:.4g}" if isinstance(value, float) else str(value)
-    return f"{number} {factor.unit}".strip()
-
-
-def _describe(config: Mapping[str, Value]) -> str:
-    return ", ".join(
-        f"{name} {value:.4g}" if isinstance(value, float) else f"{name} {value}"
-        for name, value in config.items()
-    )
+    return f"{format_value(value)} {factor.unit}".strip()
 
 
 def _signed(number: float) -> str:

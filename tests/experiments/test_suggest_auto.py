@@ -11,7 +11,8 @@ import pytest
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace
 from experiments.suggest import STRATEGIES, Limit, Runs, next_batch, suggest
-from experiments.suggest.auto import CONFIRMATION_RUNS, initial_runs
+from experiments.suggest.auto import CONFIRMATION_RUNS
+from experiments.suggest.initial import initial_runs
 
 SPACE = FactorSpace.from_dicts(
     [
