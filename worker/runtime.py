@@ -13,10 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
-
 from app.config import get_settings
-from app.db.session import AsyncSession, Database
+from app.db.session import AsyncSession, Database, describe, unreachable
 
 T = TypeVar("T")
 
@@ -55,21 +53,6 @@ def close() -> None:
     if _loop is not None:
         _loop.close()
         _loop = None
-
-
-def unreachable(error: BaseException) -> bool:
-    """Whether `error` means "the database cannot be reached right now" (down, restarting,
-    connection lost, SQLite locked), as opposed to a bug or a refused statement."""
-    if isinstance(error, OperationalError | InterfaceError | DisconnectionError):
-        return True
-    if isinstance(error, DBAPIError) and error.connection_invalidated:
-        return True
-    return isinstance(error, OSError | TimeoutError)
-
-
-def describe(error: BaseException) -> str:
-    """The driver's short message (without the SQL statement and its parameters)."""
-    return str(getattr(error, "orig", None) or error).splitlines()[0][:300]
 
 
 async def retrying(what: str, operation: Callable[[AsyncSession], Awaitable[T]]) -> T:

@@ -13,6 +13,7 @@ import aiosqlite
 import pydantic_core
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -165,3 +166,18 @@ class Database:
 
 
 __all__ = ["AsyncSession", "Database", "create_engine"]
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` means "the database cannot be reached right now" (down, restarting,
+    connection lost, SQLite locked), as opposed to a bug or a refused statement."""
+    if isinstance(error, OperationalError | InterfaceError | DisconnectionError):
+        return True
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, OSError | TimeoutError)
+
+
+def describe(error: BaseException) -> str:
+    """The driver's short message (without the SQL statement and its parameters)."""
+    return str(getattr(error, "orig", None) or error).splitlines()[0][:300]

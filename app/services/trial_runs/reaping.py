@@ -1,0 +1,132 @@
+"""The reaper's pass: trials whose worker died go back to the queue (or fail for good), queued
+trials whose message was lost and loops whose next round was never asked for are sent again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import rows
+from app.db.models import Optimization, utcnow
+from app.queue import TaskQueue
+from app.services.trial_runs.states import complete_experiment_if_done, round_over, with_attempt
+from app.statuses import ExperimentStatus, Failure, TrialStatus
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """What one pass of the reaper did: trials whose worker died, sent again or failed for
+    good, and queued trials whose message was lost, sent again."""
+
+    requeued: list[int]
+    failed: list[int]
+    resent: list[int]
+    cancelled: list[int] = field(default_factory=list)
+    advanced: list[int] = field(default_factory=list)
+
+
+async def reap(
+    session: AsyncSession,
+    *,
+    queue: TaskQueue,
+    max_attempts: int,
+    resend_after: timedelta,
+) -> Reaped:
+    """Return trials whose lease expired to the queue (or fail them after `max_attempts`,
+    keeping every attempt's error), and send again the queued trials that have no message in
+    the broker (lost with a broker restart) and were queued more than `resend_after` ago.
+
+    The database is the source of truth: sending a trial twice is harmless, a worker claims it
+    once. A trial whose experiment was cancelled while its worker was lost is cancelled."""
+    now = utcnow()
+    requeued, failed, cancelled = [], [], []
+    for trial in await rows.expired_trials(session, now):
+        experiment = await rows.get_experiment(session, trial.experiment_id)
+        if experiment is not None and experiment.status == ExperimentStatus.CANCELLED:
+            if await rows.transition(
+                session,
+                trial.id,
+                from_statuses=[TrialStatus.RUNNING],
+                to_status=TrialStatus.CANCELLED,
+                values=rows.finished_values(now),
+            ):
+                cancelled.append(trial.id)
+            continue
+        error = with_attempt(
+            trial.error,
+            trial.attempts,
+            Failure.LOST,
+            f"worker {trial.worker} stopped renewing its lease, which expired at "
+            f"{trial.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC",
+        )
+        retry = trial.attempts < max_attempts
+        values: dict[str, Any] = (
+            {"error": error, "lease_expires_at": None, "queued_at": now}
+            if retry
+            else {"error": error, "failure": Failure.LOST, **rows.finished_values()}
+        )
+        if not await rows.transition(
+            session,
+            trial.id,
+            from_statuses=[TrialStatus.RUNNING],
+            to_status=TrialStatus.QUEUED if retry else TrialStatus.FAILED,
+            values=values,
+        ):
+            continue  # its worker finished it after all
+        if retry:
+            requeued.append(trial.id)
+        else:
+            failed.append(trial.id)
+            await complete_experiment_if_done(session, trial.experiment_id)
+    await session.commit()
+    live = await queue.live_trial_ids()
+    # After a broker restart thousands of trials may have lost their message: sent again in
+    # one UPDATE and one batch per target, not a few round trips each.
+    lost = [
+        queued
+        for queued in await rows.queued_trials_before(session, now - resend_after)
+        if queued.trial_id not in live and queued.trial_id not in requeued
+    ]
+    resent = [queued.trial_id for queued in lost]
+    await rows.mark_queued(session, resent, now)
+    await session.commit()
+    by_target: dict[str, list[int]] = {}
+    for trial_id in requeued:
+        trial = await rows.get_trial(session, trial_id)
+        assert trial is not None  # trials are deleted only with their experiment
+        by_target.setdefault(await _target_of(session, trial.experiment_id), []).append(trial_id)
+    for queued in lost:
+        by_target.setdefault(queued.target, []).append(queued.trial_id)
+    for target, trial_ids in by_target.items():
+        await queue.enqueue_trials(trial_ids, target=target)
+    stalled = await _stalled_loops(session, now - resend_after)
+    for loop in stalled:
+        await queue.enqueue_advance(loop.id, target=await _target_of(session, loop.experiment_id))
+    advanced = [loop.id for loop in stalled]
+    return Reaped(
+        requeued=requeued, failed=failed, resent=resent, cancelled=cancelled, advanced=advanced
+    )
+
+
+async def _target_of(session: AsyncSession, experiment_id: int) -> str:
+    experiment = await rows.get_experiment(session, experiment_id)
+    assert experiment is not None  # a trial or a loop keeps its experiment
+    return experiment.target
+
+
+async def _stalled_loops(session: AsyncSession, before: datetime) -> list[Optimization]:
+    """Running loops whose round ended before `before` and whose next round was not planned
+    since: the message that asks for it was lost (a broker restart). Sending it again is
+    harmless: a round is claimed once however often it is asked for."""
+    stalled = []
+    for loop in await rows.running_optimizations(session):
+        trials = await rows.list_trials(session, loop.experiment_id)
+        if not round_over(trials):
+            continue
+        last_change = max([loop.updated_at, *(t.finished_at for t in trials if t.finished_at)])
+        if last_change < before:
+            stalled.append(loop)
+    return stalled
