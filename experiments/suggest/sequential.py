@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import statsmodels.api as sm
+from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
@@ -58,23 +59,49 @@ def augment(
             " have no meaning for a category): augment the runs of each level separately",
         )
     split = _split(space, runs)
-    coded, low, high, middle, half, centre = (
-        split.coded,
-        split.low,
-        split.high,
-        split.middle,
-        split.half,
-        split.centre,
+    corners = _factorial_corners(space, split)
+    alpha, alpha_note = _alpha(space, len(corners), split.middle, split.half)
+    axial = _axial_points(space, runs, split, alpha)
+    for i in split.others:
+        if not any(_same(space, runs[i], config) for _, _, config in axial):
+            raise DomainError(
+                "strategy",
+                f"augment needs a two-level factorial (with centre points), but run {i + 1}"
+                f" ({describe_config(runs[i])}) is neither a factorial point (every factor at its"
+                " low or high level), a centre point, nor an axial point of the augmentation",
+            )
+    kind = "face-centred" if alpha == 1.0 else "rotatable"
+    design = (
+        f"Together with the {len(corners)} factorial points and the centre points it makes a"
+        f" {kind} central composite design (alpha {alpha:.3g}), which can estimate the"
+        " curvature (squared terms) that a two-level factorial cannot."
     )
-    for factor, lo, hi in zip(space.factors, low, high, strict=True):
+    if alpha_note:
+        design += f" {alpha_note}"
+    chosen, left_out = _new_axial_points(space, runs, axial, constraints, design)
+    wanted = max(centre_points - len(split.centres), 0)
+    broken = _broken(constraints, split.centre)
+    if wanted and broken:
+        left_out.append(f"the centre point breaks '{broken}'")
+    elif wanted:
+        chosen += [(_centre_reason(space, split), "centre", split.centre)] * wanted
+    note = f" Left out: {'; '.join(left_out)}." if left_out else ""
+    return [
+        Suggestion(config=dict(config), strategy="augment", point_type=point, reason=text + note)
+        for text, point, config in chosen
+    ]
+
+
+def _factorial_corners(space: FactorSpace, split: _Split) -> set[tuple[float, ...]]:
+    """The distinct factorial points (coded); DomainError unless every factor is at two levels."""
+    for factor, lo, hi in zip(space.factors, split.low, split.high, strict=True):
         if hi - lo < _TOLERANCE:
             raise DomainError(
                 "strategy",
                 f"augment needs a two-level factorial, but '{factor.name}' is not varied in the"
                 " runs",
             )
-    corners = {tuple(np.round(coded[i], 6)) for i in split.corners}
-    centre_runs, others = len(split.centres), split.others
+    corners = {tuple(np.round(split.coded[i], 6)) for i in split.corners}
     corner_array = np.array(sorted(corners))
     for j, factor in enumerate(space.factors):
         if len(corners) == 0 or len(set(corner_array[:, j])) < 2:
@@ -83,34 +110,37 @@ def augment(
                 f"augment needs a two-level factorial, but the factorial runs do not put"
                 f" '{factor.name}' at both its low and its high level",
             )
+    return corners
 
-    alpha, alpha_note = _alpha(space, len(corners), middle, half)
+
+def _axial_points(
+    space: FactorSpace, runs: list[Config], split: _Split, alpha: float
+) -> list[tuple[Factor, int, Config]]:
+    """(factor, side, configuration) of every axial point, at `alpha` coded half-ranges."""
     axial: list[tuple[Factor, int, Config]] = []
     for j, factor in enumerate(space.factors):
         for sign in (-1, 1):
-            point = middle.copy()
-            point[j] = middle[j] + sign * alpha * half[j]
+            point = split.middle.copy()
+            point[j] = split.middle[j] + sign * alpha * split.half[j]
             config = _natural(space, np.clip(point, -1.0, 1.0))
             if alpha == 1.0:
                 # On the faces: exactly the observed factorial level, free of decoding noise.
-                end = np.argmax(coded[:, j]) if sign > 0 else np.argmin(coded[:, j])
+                coded = split.coded[:, j]
+                end = np.argmax(coded) if sign > 0 else np.argmin(coded)
                 config[factor.name] = runs[int(end)][factor.name]
             axial.append((factor, sign, config))
-    for i in others:
-        if not any(_same(space, runs[i], config) for _, _, config in axial):
-            raise DomainError(
-                "strategy",
-                f"augment needs a two-level factorial (with centre points), but run {i + 1}"
-                f" ({describe_config(runs[i])}) is neither a factorial point (every factor at its"
-                " low or high level), a centre point, nor an axial point of the augmentation",
-            )
+    return axial
 
-    kind = "face-centred" if alpha == 1.0 else "rotatable"
-    design = (
-        f"Together with the {len(corners)} factorial points and the centre points it makes a"
-        f" {kind} central composite design (alpha {alpha:.3g}), which can estimate the"
-        " curvature (squared terms) that a two-level factorial cannot."
-    )
+
+def _new_axial_points(
+    space: FactorSpace,
+    runs: list[Config],
+    axial: list[tuple[Factor, int, Config]],
+    constraints: Sequence[Constraint],
+    design: str,
+) -> tuple[list[tuple[str, str, Config]], list[str]]:
+    """The axial points not run yet that meet the constraints, each with its reason, and
+    what was left out for a constraint."""
     left_out: list[str] = []
     chosen: list[tuple[str, str, Config]] = []
     for factor, sign, config in axial:
@@ -125,29 +155,20 @@ def augment(
             f"Axial point: {factor.name} at {_value(factor, config[factor.name])} (the {side}"
             f" side) with the other factors at the centre of the factorial. {design}"
         )
-        if alpha_note:
-            text += f" {alpha_note}"
         chosen.append((text, "axial", config))
-    wanted = max(centre_points - centre_runs, 0)
-    broken = _broken(constraints, centre)
-    if wanted and broken:
-        left_out.append(f"the centre point breaks '{broken}'")
-    elif wanted:
-        moved = not np.allclose(space.encode(centre), middle, atol=_TOLERANCE)
-        text = (
-            f"Centre point ({describe_config(centre)}): repeated runs at the centre measure the"
-            " run-to-run noise and, with the axial points, the curvature of the response."
-        )
-        if moved:
-            text += " Whole-number factors and fixed levels are at the nearest runnable value."
-        if centre_runs:
-            text += f" {centre_runs} centre run(s) are already in the data."
-        chosen += [(text, "centre", centre)] * wanted
-    note = f" Left out: {'; '.join(left_out)}." if left_out else ""
-    return [
-        Suggestion(config=dict(config), strategy="augment", point_type=point, reason=text + note)
-        for text, point, config in chosen
-    ]
+    return chosen, left_out
+
+
+def _centre_reason(space: FactorSpace, split: _Split) -> str:
+    text = (
+        f"Centre point ({describe_config(split.centre)}): repeated runs at the centre measure"
+        " the run-to-run noise and, with the axial points, the curvature of the response."
+    )
+    if not np.allclose(space.encode(split.centre), split.middle, atol=_TOLERANCE):
+        text += " Whole-number factors and fixed levels are at the nearest runnable value."
+    if split.centres:
+        text += f" {len(split.centres)} centre run(s) are already in the data."
+    return text
 
 
 def steepest_ascent(
@@ -174,53 +195,26 @@ def steepest_ascent(
     if count < 1:
         raise DomainError("count", "must be at least 1")
     runs, y = _checked_data(space, configs, values)
+    model = _FirstOrder.fit(space, runs, y)
+    sign = 1.0 if goal == "maximize" else -1.0
+    path = _Path.of(space, runs, model, sign * model.gradient / model.norm, step)
     best = runs[_best_index(y, goal)]
-    coded = np.array([space.encode(c) for c in runs])
-    moving = [
-        j for j, f in enumerate(space.factors) if f.is_numeric and np.ptp(coded[:, j]) > _TOLERANCE
-    ]
-    if not moving:
-        raise DomainError("strategy", "steepest ascent needs at least one numeric factor varied")
-    # Categorical factors enter as dummies against their first observed level, so their effect
-    # does not bias the gradient; along the path they stay at the best run's level.
-    dummies = [
-        (f.name, level)
-        for f in space.factors
-        if not f.is_numeric
-        for level in sorted({str(c[f.name]) for c in runs})[1:]
-    ]
-
-    def model_rows(points: Sequence[Config]) -> np.ndarray:
-        numeric = np.array([[space.encode(p)[j] for j in moving] for p in points])
-        flags = np.array([[float(p[name] == level) for name, level in dummies] for p in points])
-        return np.column_stack([np.ones(len(points)), numeric, flags.reshape(len(points), -1)])
-
-    x = model_rows(runs)
-    if np.linalg.matrix_rank(x) < x.shape[1]:
+    for f in space.factors:
+        if not f.is_numeric or f.name not in path.moving_names:
+            # Factors that do not move stay where the best run had them.
+            path.start[f.name] = best[f.name]
+    name = "ascent" if goal == "maximize" else "descent"
+    found, stop = path.walk(count, constraints)
+    if not found:
         raise DomainError(
             "strategy",
-            "the runs cannot separate the factors' effects (too few or aliased runs) to fit the"
-            " first-order model for steepest ascent",
+            f"the path of steepest {name} ends before its first new point: {stop or 'none'}."
+            " The best region is at the edge of the ranges; augment the runs to a central"
+            " composite design or widen the ranges",
         )
-    fitted = sm.OLS(y, x).fit()
-    gradient = np.asarray(fitted.params[1 : 1 + len(moving)], dtype=float)
-    norm = float(np.linalg.norm(gradient))
-    # Relative to the response's size: OLS on constant data leaves rounding noise, not a slope.
-    if norm <= 1e-9 * max(float(np.abs(y).max()), 1.0):
-        raise DomainError("strategy", "the first-order model is flat: there is no path to climb")
-    sign = 1.0 if goal == "maximize" else -1.0
-    direction = sign * gradient / norm
-    middle = (coded.min(axis=0) + coded.max(axis=0)) / 2.0
-    start = _natural(space, middle)
-    for f in space.factors:
-        if not f.is_numeric or np.ptp(coded[:, space.names.index(f.name)]) <= _TOLERANCE:
-            # Factors that do not move stay where the best run had them.
-            start[f.name] = best[f.name]
-
-    name = "ascent" if goal == "maximize" else "descent"
     slopes = ", ".join(
         f"{_signed(g)} per coded unit of {space.factors[j].name}"
-        for j, g in zip(moving, gradient, strict=True)
+        for j, g in zip(model.moving, model.gradient, strict=True)
     )
     reason = (
         f"the first-order model fitted to {len(runs)} runs changes the response by {slopes}"
@@ -229,41 +223,148 @@ def steepest_ascent(
         " runs. The prediction extrapolates a straight-line model: measure each step and stop"
         " climbing when the response stops improving."
     )
-    found: list[tuple[int, Config]] = []
-    stop = ""
-    for k in range(1, 10 * count + 1):
-        point = middle.copy()
-        point[moving] = middle[moving] + k * step * direction
-        outside = [space.factors[j].name for j in moving if abs(point[j]) > 1.0 + _TOLERANCE]
-        if outside:
-            stop = f"the next step would leave the range of {', '.join(outside)}"
-            break
-        config = dict(start)
-        decoded = _natural(space, np.clip(point, -1.0, 1.0))
-        config.update({space.factors[j].name: decoded[space.factors[j].name] for j in moving})
-        broken = _broken(constraints, config)
-        if broken:
-            stop = f"the next step would break '{broken}'"
-            break
-        seen = [c for _, c in found] + list(runs)
-        if any(_same(space, config, c) for c in seen):
-            continue  # rounding put it on a point already suggested or measured
-        found.append((k, config))
-        if len(found) == count:
-            break
-    if not found:
-        raise DomainError(
-            "strategy",
-            f"the path of steepest {name} ends before its first new point: {stop or 'none'}."
-            " The best region is at the edge of the ranges; augment the runs to a central"
-            " composite design or widen the ranges",
-        )
-    prediction = fitted.get_prediction(model_rows([c for _, c in found]))
+    return _path_suggestions(model, found, f"steepest {name}", reason, stop)
+
+
+@dataclass(frozen=True)
+class _FirstOrder:
+    """The first-order model of the runs: numeric factors that vary, coded, and categorical
+    factors as dummies against their first observed level (so their effect does not bias the
+    gradient)."""
+
+    space: FactorSpace
+    moving: list[int]
+    dummies: list[tuple[str, str]]
+    fitted: RegressionResults
+    gradient: np.ndarray
+    norm: float
+
+    @classmethod
+    def fit(cls, space: FactorSpace, runs: list[Config], y: np.ndarray) -> _FirstOrder:
+        coded = np.array([space.encode(c) for c in runs])
+        moving = [
+            j
+            for j, f in enumerate(space.factors)
+            if f.is_numeric and np.ptp(coded[:, j]) > _TOLERANCE
+        ]
+        if not moving:
+            raise DomainError(
+                "strategy", "steepest ascent needs at least one numeric factor varied"
+            )
+        dummies = [
+            (f.name, level)
+            for f in space.factors
+            if not f.is_numeric
+            for level in sorted({str(c[f.name]) for c in runs})[1:]
+        ]
+        x = _model_rows(space, moving, dummies, runs)
+        if np.linalg.matrix_rank(x) < x.shape[1]:
+            raise DomainError(
+                "strategy",
+                "the runs cannot separate the factors' effects (too few or aliased runs) to fit"
+                " the first-order model for steepest ascent",
+            )
+        fitted = sm.OLS(y, x).fit()
+        gradient = np.asarray(fitted.params[1 : 1 + len(moving)], dtype=float)
+        norm = float(np.linalg.norm(gradient))
+        # Relative to the response's size: OLS on constant data leaves rounding noise, not a
+        # slope.
+        if norm <= 1e-9 * max(float(np.abs(y).max()), 1.0):
+            raise DomainError(
+                "strategy", "the first-order model is flat: there is no path to climb"
+            )
+        return cls(space, moving, dummies, fitted, gradient, norm)
+
+    def rows(self, points: Sequence[Config]) -> np.ndarray:
+        """Model matrix rows of `points`."""
+        return _model_rows(self.space, self.moving, self.dummies, points)
+
+
+def _model_rows(
+    space: FactorSpace,
+    moving: list[int],
+    dummies: list[tuple[str, str]],
+    points: Sequence[Config],
+) -> np.ndarray:
+    numeric = np.array([[space.encode(p)[j] for j in moving] for p in points])
+    flags = np.array([[float(p[name] == level) for name, level in dummies] for p in points])
+    return np.column_stack([np.ones(len(points)), numeric, flags.reshape(len(points), -1)])
+
+
+@dataclass
+class _Path:
+    """The path from the middle of the runs along `direction`, in coded steps of `step`."""
+
+    space: FactorSpace
+    runs: list[Config]
+    moving: list[int]
+    middle: np.ndarray
+    direction: np.ndarray
+    step: float
+    start: Config
+
+    @classmethod
+    def of(
+        cls,
+        space: FactorSpace,
+        runs: list[Config],
+        model: _FirstOrder,
+        direction: np.ndarray,
+        step: float,
+    ) -> _Path:
+        coded = np.array([space.encode(c) for c in runs])
+        middle = (coded.min(axis=0) + coded.max(axis=0)) / 2.0
+        start = _natural(space, middle)
+        return cls(space, runs, model.moving, middle, direction, step, start)
+
+    @property
+    def moving_names(self) -> set[str]:
+        """The factors the path moves."""
+        return {self.space.factors[j].name for j in self.moving}
+
+    def walk(
+        self, count: int, constraints: Sequence[Constraint]
+    ) -> tuple[list[tuple[int, Config]], str]:
+        """Up to `count` new points (step number, configuration), and why the path stopped
+        ("" when it did not)."""
+        found: list[tuple[int, Config]] = []
+        for k in range(1, 10 * count + 1):
+            point = self.middle.copy()
+            point[self.moving] = self.middle[self.moving] + k * self.step * self.direction
+            outside = [
+                self.space.factors[j].name for j in self.moving if abs(point[j]) > 1.0 + _TOLERANCE
+            ]
+            if outside:
+                return found, f"the next step would leave the range of {', '.join(outside)}"
+            config = dict(self.start)
+            decoded = _natural(self.space, np.clip(point, -1.0, 1.0))
+            config.update({name: decoded[name] for name in self.moving_names})
+            broken = _broken(constraints, config)
+            if broken:
+                return found, f"the next step would break '{broken}'"
+            seen = [c for _, c in found] + list(self.runs)
+            if any(_same(self.space, config, c) for c in seen):
+                continue  # rounding put it on a point already suggested or measured
+            found.append((k, config))
+            if len(found) == count:
+                break
+        return found, ""
+
+
+def _path_suggestions(
+    model: _FirstOrder,
+    found: list[tuple[int, Config]],
+    path: str,
+    reason: str,
+    stop: str,
+) -> list[Suggestion]:
+    """The path's points with the first-order model's predictions and standard errors."""
+    prediction = model.fitted.get_prediction(model.rows([c for _, c in found]))
     means = np.asarray(prediction.predicted_mean, dtype=float)
-    errors = np.asarray(prediction.se_mean, dtype=float) if fitted.df_resid > 0 else None
+    errors = np.asarray(prediction.se_mean, dtype=float) if model.fitted.df_resid > 0 else None
     suggestions = []
     for i, (k, config) in enumerate(found):
-        text = f"Step {k} of the path of steepest {name}: {reason[0].lower()}{reason[1:]}"
+        text = f"Step {k} of the path of {path}: {reason[0].lower()}{reason[1:]}"
         if i == len(found) - 1 and stop:
             text += f" The path ends here: {stop}."
         uncertainty = None

@@ -42,7 +42,52 @@ async def reap(
     The database is the source of truth: sending a trial twice is harmless, a worker claims it
     once. A trial whose experiment was cancelled while its worker was lost is cancelled."""
     now = utcnow()
-    requeued, failed, cancelled = [], [], []
+    expired = await _expired(session, now, max_attempts)
+    await session.commit()
+    live = await queue.live_trial_ids()
+    # After a broker restart thousands of trials may have lost their message: sent again in
+    # one UPDATE and one batch per target, not a few round trips each.
+    lost = [
+        queued
+        for queued in await rows.queued_trials_before(session, now - resend_after)
+        if queued.trial_id not in live and queued.trial_id not in expired.requeued
+    ]
+    resent = [queued.trial_id for queued in lost]
+    await rows.mark_queued(session, resent, now)
+    await session.commit()
+    by_target: dict[str, list[int]] = {}
+    for trial_id in expired.requeued:
+        trial = await rows.get_trial(session, trial_id)
+        assert trial is not None  # trials are deleted only with their experiment
+        by_target.setdefault(await _target_of(session, trial.experiment_id), []).append(trial_id)
+    for queued in lost:
+        by_target.setdefault(queued.target, []).append(queued.trial_id)
+    for target, trial_ids in by_target.items():
+        await queue.enqueue_trials(trial_ids, target=target)
+    stalled = await _stalled_loops(session, now - resend_after)
+    for loop in stalled:
+        await queue.enqueue_advance(loop.id, target=await _target_of(session, loop.experiment_id))
+    return Reaped(
+        requeued=expired.requeued,
+        failed=expired.failed,
+        resent=resent,
+        cancelled=expired.cancelled,
+        advanced=[loop.id for loop in stalled],
+    )
+
+
+@dataclass(frozen=True)
+class _Expired:
+    """What became of the running trials whose lease expired (not yet committed)."""
+
+    requeued: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)
+
+
+async def _expired(session: AsyncSession, now: datetime, max_attempts: int) -> _Expired:
+    """Cancel, queue again or fail every running trial whose lease expired."""
+    done = _Expired()
     for trial in await rows.expired_trials(session, now):
         experiment = await rows.get_experiment(session, trial.experiment_id)
         if experiment is not None and experiment.status == ExperimentStatus.CANCELLED:
@@ -53,7 +98,7 @@ async def reap(
                 to_status=TrialStatus.CANCELLED,
                 values=rows.finished_values(now),
             ):
-                cancelled.append(trial.id)
+                done.cancelled.append(trial.id)
             continue
         error = with_attempt(
             trial.error,
@@ -77,38 +122,11 @@ async def reap(
         ):
             continue  # its worker finished it after all
         if retry:
-            requeued.append(trial.id)
+            done.requeued.append(trial.id)
         else:
-            failed.append(trial.id)
+            done.failed.append(trial.id)
             await complete_experiment_if_done(session, trial.experiment_id)
-    await session.commit()
-    live = await queue.live_trial_ids()
-    # After a broker restart thousands of trials may have lost their message: sent again in
-    # one UPDATE and one batch per target, not a few round trips each.
-    lost = [
-        queued
-        for queued in await rows.queued_trials_before(session, now - resend_after)
-        if queued.trial_id not in live and queued.trial_id not in requeued
-    ]
-    resent = [queued.trial_id for queued in lost]
-    await rows.mark_queued(session, resent, now)
-    await session.commit()
-    by_target: dict[str, list[int]] = {}
-    for trial_id in requeued:
-        trial = await rows.get_trial(session, trial_id)
-        assert trial is not None  # trials are deleted only with their experiment
-        by_target.setdefault(await _target_of(session, trial.experiment_id), []).append(trial_id)
-    for queued in lost:
-        by_target.setdefault(queued.target, []).append(queued.trial_id)
-    for target, trial_ids in by_target.items():
-        await queue.enqueue_trials(trial_ids, target=target)
-    stalled = await _stalled_loops(session, now - resend_after)
-    for loop in stalled:
-        await queue.enqueue_advance(loop.id, target=await _target_of(session, loop.experiment_id))
-    advanced = [loop.id for loop in stalled]
-    return Reaped(
-        requeued=requeued, failed=failed, resent=resent, cancelled=cancelled, advanced=advanced
-    )
+    return done
 
 
 async def _target_of(session: AsyncSession, experiment_id: int) -> str:
