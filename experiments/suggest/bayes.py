@@ -141,35 +141,87 @@ def bayes(
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 16:
         raise DomainError("candidates", "must be a whole number of at least 16")
     sign = 1.0 if goal == "maximize" else -1.0
-    encoder = _Encoder(space)
-    x = encoder.features([[c[n] for n in space.names] for c in observed])
-    target = sign * y  # maximized throughout; reported back in the response's own sense
-    broken = [space.check_config(c, in_region=False) for c in failed]
-    x_fit, t_fit = x, target
-    if broken:
-        # A configuration whose trial failed counts as the worst result so far, so the model
-        # steers away from where trials fail (too many connections, too many nodes) instead of
-        # only never repeating that exact point.
-        x_fit = np.vstack([x, encoder.features([[c[n] for n in space.names] for c in broken])])
-        t_fit = np.append(target, np.full(len(broken), target.min()))
-    model = _fit(x_fit, t_fit, seed)
-    guards = [
-        _Guard(limit, _fit(x, _limit_values(limit, responses, len(y)), seed)) for limit in limits
-    ]
-    # Why: a model that blames most of the variation on noise learns more from a replicate; but
-    # only with runs enough to tell noise from shape (a few runs look like noise to any model).
-    judged = len(y) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
-    repeats_allowed = judged and _noise_variance(model) > _signal_variance(model)
-    excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
-    excluded |= {_key(space, c) for c in broken}
-    incumbent = _Incumbent.of(space, observed, model, x, guards)
-    pool = _Pool(space, encoder, constraints, observed, seed, candidates)
+    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
+    pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates)
+    suggestions = _batch(fitted, pool, sign, count, list(point_types))
+    if not suggestions:
+        raise DomainError(
+            "configs",
+            "every configuration allowed by the factors and constraints has been run already",
+        )
+    return suggestions
 
+
+@dataclass(frozen=True)
+class _Fitted:
+    """The Gaussian processes fitted to the runs (the response, maximized throughout, and one
+    per limited response) and what the batch may not suggest."""
+
+    space: FactorSpace
+    encoder: _Encoder
+    x_fit: np.ndarray
+    t_fit: np.ndarray
+    model: GaussianProcessRegressor
+    guards: list[_Guard]
+    judged: bool
+    excluded: set[tuple[Value, ...]]
+    incumbent: _Incumbent
+
+    @classmethod
+    def of(
+        cls,
+        space: FactorSpace,
+        observed: list[Config],
+        target: np.ndarray,
+        failed: Sequence[Mapping[str, object]],
+        limits: Sequence[Limit],
+        responses: Mapping[str, Sequence[float]] | None,
+        seed: int,
+    ) -> _Fitted:
+        encoder = _Encoder(space)
+        x = encoder.features([[c[n] for n in space.names] for c in observed])
+        broken = [space.check_config(c, in_region=False) for c in failed]
+        x_fit, t_fit = x, target
+        if broken:
+            # A configuration whose trial failed counts as the worst result so far, so the
+            # model steers away from where trials fail (too many connections, too many nodes)
+            # instead of only never repeating that exact point.
+            failed_x = encoder.features([[c[n] for n in space.names] for c in broken])
+            x_fit = np.vstack([x, failed_x])
+            t_fit = np.append(target, np.full(len(broken), target.min()))
+        model = _fit(x_fit, t_fit, seed)
+        guards = [
+            _Guard(limit, _fit(x, _limit_values(limit, responses, len(target)), seed))
+            for limit in limits
+        ]
+        # Why: a model that blames most of the variation on noise learns more from a
+        # replicate; but only with runs enough to tell noise from shape (a few runs look like
+        # noise to any model).
+        judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
+        repeats_allowed = judged and _noise_variance(model) > _signal_variance(model)
+        excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
+        excluded |= {_key(space, c) for c in broken}
+        incumbent = _Incumbent.of(space, observed, model, x, guards)
+        return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent)
+
+
+def _batch(
+    fitted: _Fitted, pool: _Pool, sign: float, count: int, point_types: list[str]
+) -> list[Suggestion]:
+    """Up to `count` picks by the kriging believer, led by a replicate of an uncertain
+    incumbent when one is due."""
+    space, encoder, guards, incumbent = (
+        fitted.space,
+        fitted.encoder,
+        fitted.guards,
+        fitted.incumbent,
+    )
+    excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
-    current, xs, ts, best = model, x_fit, t_fit, incumbent.mean
+    current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
     first = pool.best(_scorer(current, best, guards), excluded)
-    recent = list(point_types)[-_REPLICATE_SPACING:]
-    if first is not None and judged and "replicate" not in recent:
+    recent = point_types[-_REPLICATE_SPACING:]
+    if first is not None and fitted.judged and "replicate" not in recent:
         replicate = incumbent.replicate(space, sign, first[1])
         if replicate is not None:
             suggestions.append(replicate)
@@ -183,38 +235,33 @@ def bayes(
         row, ei = pick
         config = space.check_config(dict(zip(space.names, row, strict=True)))
         point = encoder.features([row])
-        mean, sd = _predict(model, point)  # real data only: the fake runs are no information
-        suggestions.append(
-            Suggestion(
-                config=config,
-                strategy="bayes",
-                point_type="bayes",
-                reason=_reason(
-                    space,
-                    config,
-                    (sign * float(mean[0]), float(sd[0]), ei, sign * incumbent.mean),
-                    sign,
-                    len(suggestions),
-                )
-                + _limits_sentence(guards, point),
-                predicted=sign * float(mean[0]),
-                uncertainty=float(sd[0]),
-                expected_improvement=float(ei),
-                predicted_by=MODEL_NAME,
-            )
-        )
+        suggestions.append(_suggestion(fitted, config, point, ei, sign, len(suggestions)))
         excluded.add(_key(space, config))
         # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
         believed, _ = _predict(current, point)
         best = max(best, float(believed[0]))
         xs, ts = np.vstack([xs, point]), np.append(ts, believed[0])
         current = _refit(current, xs, ts)
-    if not suggestions:
-        raise DomainError(
-            "configs",
-            "every configuration allowed by the factors and constraints has been run already",
-        )
     return suggestions
+
+
+def _suggestion(
+    fitted: _Fitted, config: Config, point: np.ndarray, ei: float, sign: float, position: int
+) -> Suggestion:
+    mean, sd = _predict(fitted.model, point)  # real data only: the fake runs are no information
+    predicted = sign * float(mean[0])
+    outcome = (predicted, float(sd[0]), ei, sign * fitted.incumbent.mean)
+    return Suggestion(
+        config=config,
+        strategy="bayes",
+        point_type="bayes",
+        reason=_reason(fitted.space, config, outcome, sign, position)
+        + _limits_sentence(fitted.guards, point),
+        predicted=predicted,
+        uncertainty=float(sd[0]),
+        expected_improvement=float(ei),
+        predicted_by=MODEL_NAME,
+    )
 
 
 @_one_blas_thread
