@@ -191,27 +191,8 @@ def canonical(
         f for f in space.factors if f.is_numeric and any(m.factor is f for t in parsed for m in t)
     ]
     names = [f.name for f in numeric]
-    index = {name: i for i, name in enumerate(names)}
+    intercept, b, big_b, reference = _quadratic_form(values, parsed, names)
     k = len(numeric)
-    intercept, b, big_b = 0.0, np.zeros(k), np.zeros((k, k))
-    reference: dict[str, str] = {}
-    for coefficient, term in zip(values, parsed, strict=True):
-        dummies = [m.factor for m in term if not m.factor.is_numeric]
-        if dummies:
-            for factor in dummies:
-                reference[factor.name] = str((factor.levels or ("",))[0])
-            continue
-        if not term:
-            intercept += coefficient
-        elif len(term) == 1:
-            b[index[term[0].name]] += coefficient
-        elif term[0] == term[1]:
-            i = index[term[0].name]
-            big_b[i, i] += coefficient
-        else:
-            i, j = index[term[0].name], index[term[1].name]
-            big_b[i, j] += coefficient / 2.0
-            big_b[j, i] += coefficient / 2.0
 
     def predict(x: np.ndarray) -> float:
         return float(intercept + b @ x + x @ big_b @ x)
@@ -222,12 +203,7 @@ def canonical(
     def natural(x: np.ndarray) -> dict[str, float]:
         return {f.name: _decode(f, float(v)) for f, v in zip(numeric, x, strict=True)}
 
-    eigenvalues, vectors = np.linalg.eigh(big_b)
-    order = np.argsort(eigenvalues)[::-1]
-    eigenvalues, vectors = eigenvalues[order], vectors[:, order]
-    for j in range(k):
-        if vectors[np.argmax(np.abs(vectors[:, j])), j] < 0:
-            vectors[:, j] = -vectors[:, j]
+    eigenvalues, vectors = _eigen(big_b)
     largest = float(np.max(np.abs(eigenvalues)))
     threshold = RIDGE_RATIO * largest
     exact_zero = np.abs(eigenvalues) <= largest * k * np.finfo(float).eps
@@ -243,13 +219,9 @@ def canonical(
     if is_ridge and active.any():
         ridge_point = _stationary(b, eigenvalues[active], vectors[:, active])
     direction = None
-    if largest == 0:
-        # No curvature at all: the surface is a plane, whose ridge is steepest ascent.
-        norm = float(np.linalg.norm(b))
-        direction = by_factor(b / norm) if norm > 0 else None
-    elif is_ridge or not inside:
-        v = vectors[:, int(np.argmin(np.abs(eigenvalues)))]
-        direction = by_factor(-v if b @ v < 0 else v)
+    if largest == 0 or is_ridge or not inside:
+        along = _ridge_direction(b, eigenvalues, vectors)
+        direction = None if along is None else by_factor(along)
     return Canonical(
         factors=names,
         reference=reference,
@@ -270,6 +242,57 @@ def canonical(
         ridge_predicted=None if ridge_point is None else predict(ridge_point),
         ridge_direction=direction,
     )
+
+
+def _quadratic_form(
+    values: Sequence[float], parsed: Sequence[tuple[_Main, ...]], names: list[str]
+) -> tuple[float, np.ndarray, np.ndarray, dict[str, str]]:
+    """The numeric part of the model as y = b0 + x'b + x'Bx (B symmetric), and the reference
+    level of every categorical factor in a term (held there)."""
+    index = {name: i for i, name in enumerate(names)}
+    k = len(names)
+    intercept, b, big_b = 0.0, np.zeros(k), np.zeros((k, k))
+    reference: dict[str, str] = {}
+    for coefficient, term in zip(values, parsed, strict=True):
+        dummies = [m.factor for m in term if not m.factor.is_numeric]
+        if dummies:
+            for factor in dummies:
+                reference[factor.name] = str((factor.levels or ("",))[0])
+            continue
+        if not term:
+            intercept += coefficient
+        elif len(term) == 1:
+            b[index[term[0].name]] += coefficient
+        elif term[0] == term[1]:
+            i = index[term[0].name]
+            big_b[i, i] += coefficient
+        else:
+            i, j = index[term[0].name], index[term[1].name]
+            big_b[i, j] += coefficient / 2.0
+            big_b[j, i] += coefficient / 2.0
+    return intercept, b, big_b, reference
+
+
+def _eigen(big_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues, largest first, and eigenvectors with their largest component positive."""
+    eigenvalues, vectors = np.linalg.eigh(big_b)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues, vectors = eigenvalues[order], vectors[:, order]
+    for j in range(len(eigenvalues)):
+        if vectors[np.argmax(np.abs(vectors[:, j])), j] < 0:
+            vectors[:, j] = -vectors[:, j]
+    return eigenvalues, vectors
+
+
+def _ridge_direction(
+    b: np.ndarray, eigenvalues: np.ndarray, vectors: np.ndarray
+) -> np.ndarray | None:
+    """Along the flattest axis, uphill; for a plane (no curvature) steepest ascent."""
+    if float(np.max(np.abs(eigenvalues))) == 0:
+        norm = float(np.linalg.norm(b))
+        return b / norm if norm > 0 else None
+    v = vectors[:, int(np.argmin(np.abs(eigenvalues)))]
+    return -v if b @ v < 0 else v
 
 
 def _stationary(b: np.ndarray, eigenvalues: np.ndarray, vectors: np.ndarray) -> np.ndarray:
