@@ -157,6 +157,42 @@ def anova(
     labels = list(term_labels) if term_labels is not None else [term_label(n) for n in term_names]
     if len(labels) != len(term_names):
         raise DomainError("terms", "give one term label per model-matrix column")
+    groups, factors = _term_groups(labels, term_factors)
+    ss_resid = float(results.ssr)
+    df_resid = round(results.df_resid)
+    ms_resid = _ratio(ss_resid, df_resid)
+    ss_total = float(np.sum((y - y.mean()) ** 2))
+    rows = []
+    for label, columns in groups.items():
+        df, ss = _type_two(x, y, groups, factors, label, columns)
+        ms = _ratio(ss, df)
+        f, p = _f_test(ms, ms_resid, df, df_resid)
+        rows.append(
+            AnovaRow(
+                source=label, kind="term", df=df, sum_sq=ss, mean_sq=ms, f=f, p_value=p,
+                percent=_ratio(100.0 * ss, ss_total),
+            )
+        )  # fmt: skip
+    rows.append(
+        AnovaRow(
+            source="Residual", kind="residual", df=df_resid, sum_sq=ss_resid, mean_sq=ms_resid,
+            f=None, p_value=None, percent=_ratio(100.0 * ss_resid, ss_total),
+        )
+    )  # fmt: skip
+    rows.append(
+        AnovaRow(
+            source="Total", kind="total", df=len(y) - 1, sum_sq=ss_total,
+            mean_sq=_ratio(ss_total, len(y) - 1), f=None, p_value=None,
+            percent=100.0 if ss_total > 0 else None,
+        )
+    )  # fmt: skip
+    return rows
+
+
+def _term_groups(
+    labels: Sequence[str], term_factors: Sequence[set[int]]
+) -> tuple[dict[str, list[int]], dict[str, set[int]]]:
+    """The model-matrix columns of every term (the intercept has none) and its factors."""
     groups: dict[str, list[int]] = {}
     factors: dict[str, set[int]] = {}
     for j, (label, found) in enumerate(zip(labels, term_factors, strict=True)):
@@ -164,64 +200,29 @@ def anova(
             continue  # the intercept
         groups.setdefault(label, []).append(j)
         factors.setdefault(label, set()).update(found)
-    ss_resid = float(results.ssr)
-    df_resid = round(results.df_resid)
-    ms_resid = _ratio(ss_resid, df_resid)
-    ss_total = float(np.sum((y - y.mean()) ** 2))
-    rows = []
-    for label, columns in groups.items():
-        containing = {
-            other
-            for other in groups
-            if other != label
-            and factors[label] <= factors[other]
-            and _degree(label) < _degree(other)
-        }
-        kept = [j for j in range(x.shape[1]) if not any(j in groups[c] for c in containing)]
-        without = [j for j in kept if j not in columns]
-        ss_with, rank_with = _ssr(x[:, kept], y)
-        ss_without, rank_without = _ssr(x[:, without], y)
-        df = rank_with - rank_without
-        ss = max(ss_without - ss_with, 0.0)
-        ms = _ratio(ss, df)
-        f, p = _f_test(ms, ms_resid, df, df_resid)
-        rows.append(
-            AnovaRow(
-                source=label,
-                kind="term",
-                df=df,
-                sum_sq=ss,
-                mean_sq=ms,
-                f=f,
-                p_value=p,
-                percent=_ratio(100.0 * ss, ss_total),
-            )
-        )
-    rows.append(
-        AnovaRow(
-            source="Residual",
-            kind="residual",
-            df=df_resid,
-            sum_sq=ss_resid,
-            mean_sq=ms_resid,
-            f=None,
-            p_value=None,
-            percent=_ratio(100.0 * ss_resid, ss_total),
-        )
-    )
-    rows.append(
-        AnovaRow(
-            source="Total",
-            kind="total",
-            df=len(y) - 1,
-            sum_sq=ss_total,
-            mean_sq=_ratio(ss_total, len(y) - 1),
-            f=None,
-            p_value=None,
-            percent=100.0 if ss_total > 0 else None,
-        )
-    )
-    return rows
+    return groups, factors
+
+
+def _type_two(
+    x: np.ndarray,
+    y: np.ndarray,
+    groups: dict[str, list[int]],
+    factors: dict[str, set[int]],
+    label: str,
+    columns: list[int],
+) -> tuple[int, float]:
+    """Degrees of freedom and type II sum of squares of one term: what it adds to the model
+    without the terms that contain it."""
+    containing = {
+        other
+        for other in groups
+        if other != label and factors[label] <= factors[other] and _degree(label) < _degree(other)
+    }
+    kept = [j for j in range(x.shape[1]) if not any(j in groups[c] for c in containing)]
+    without = [j for j in kept if j not in columns]
+    ss_with, rank_with = _ssr(x[:, kept], y)
+    ss_without, rank_without = _ssr(x[:, without], y)
+    return rank_with - rank_without, max(ss_without - ss_with, 0.0)
 
 
 # --- Fit statistics ---------------------------------------------------------------------------
