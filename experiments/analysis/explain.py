@@ -52,6 +52,31 @@ def explain(
     on_edge: Sequence[str],
 ) -> Explanation:
     """Rank the factors in words, name notable interactions, say how sure the model is."""
+    sentences = _effect_sentences(response, effects, terms)
+    confident, confidence = _confidence(r_squared, predicted_r_squared, residual_df)
+    sentences.append(confidence)
+    if lack_of_fit_p is not None and lack_of_fit_p < ALPHA:
+        sentences.append(
+            f"Replicated runs show lack of fit ({_p(lack_of_fit_p)}): the model's shape misses "
+            "something; try the quadratic model or a transform of the response."
+        )
+    settings = ", ".join(f"{name} = {_value(value)}" for name, value in optimum.items())
+    low, high = interval
+    band = f" (95 % prediction interval {low:.3g} to {high:.3g})" if low is not None else ""
+    verb = "Best predicted" if confident else "The model's best guess"
+    sentences.append(f"{verb}: {settings}, {response} about {predicted:.3g}{band}.")
+    if on_edge:
+        sentences.append(
+            f"That optimum sits at the edge of the range of {', '.join(on_edge)}: the best may "
+            "lie beyond it; widen the range in a follow-up experiment."
+        )
+    return Explanation(sentences=sentences, confident=confident)
+
+
+def _effect_sentences(
+    response: str, effects: Sequence[_Effect], terms: Sequence[_Term]
+) -> list[str]:
+    """The three most important significant factors, the quiet ones, the interactions."""
     sentences = []
     significant = [e for e in effects if e.p_value is not None and e.p_value < ALPHA]
     for rank, effect in enumerate(significant[:3]):
@@ -74,50 +99,34 @@ def explain(
                 f"{a} and {b} interact ({_p(term.p_value)}): the effect of one depends on the "
                 "setting of the other."
             )
-    confident = True
+    return sentences
+
+
+def _confidence(
+    r_squared: float | None, predicted_r_squared: float | None, residual_df: int
+) -> tuple[bool, str]:
+    """Whether the model can be trusted to place the optimum, and the sentence that says so."""
     if residual_df <= 0:
-        confident = False
-        sentences.append(
+        return False, (
             "The model has as many terms as runs: nothing is left to measure noise, so its "
             "optimum is a guess. Add runs before acting on it."
         )
-    elif r_squared is None or r_squared < MIN_R_SQUARED:
-        confident = False
-        sentences.append(
+    if r_squared is None or r_squared < MIN_R_SQUARED:
+        return False, (
             f"The model explains only {_share(r_squared)} of the variation: the runs are noisy "
             "or the factors miss what drives the response. Do not trust the optimum yet."
         )
-    elif predicted_r_squared is not None and predicted_r_squared < MIN_PREDICTED_R_SQUARED:
-        confident = False
-        sentences.append(
+    if predicted_r_squared is not None and predicted_r_squared < MIN_PREDICTED_R_SQUARED:
+        return False, (
             f"The model fits these runs ({_share(r_squared)} of the variation) but predicts new "
             f"ones poorly (predicted R² {predicted_r_squared:.2f}): confirm the optimum with runs."
         )
-    else:
-        sentences.append(
-            f"The model explains {_share(r_squared)} of the variation"
-            + (
-                f" and predicts new runs well (predicted R² {predicted_r_squared:.2f})."
-                if predicted_r_squared is not None
-                else "."
-            )
-        )
-    if lack_of_fit_p is not None and lack_of_fit_p < ALPHA:
-        sentences.append(
-            f"Replicated runs show lack of fit ({_p(lack_of_fit_p)}): the model's shape misses "
-            "something; try the quadratic model or a transform of the response."
-        )
-    settings = ", ".join(f"{name} = {_value(value)}" for name, value in optimum.items())
-    low, high = interval
-    band = f" (95 % prediction interval {low:.3g} to {high:.3g})" if low is not None else ""
-    verb = "Best predicted" if confident else "The model's best guess"
-    sentences.append(f"{verb}: {settings}, {response} about {predicted:.3g}{band}.")
-    if on_edge:
-        sentences.append(
-            f"That optimum sits at the edge of the range of {', '.join(on_edge)}: the best may "
-            "lie beyond it; widen the range in a follow-up experiment."
-        )
-    return Explanation(sentences=sentences, confident=confident)
+    predicts = (
+        f" and predicts new runs well (predicted R² {predicted_r_squared:.2f})."
+        if predicted_r_squared is not None
+        else "."
+    )
+    return True, f"The model explains {_share(r_squared)} of the variation{predicts}"
 
 
 def _label(name: str) -> str:
