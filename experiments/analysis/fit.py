@@ -23,7 +23,6 @@ from experiments.analysis.optimize import (
     Predictor,
     ResponseBound,
     best_configuration,
-    candidate_values,
     most_desirable,
 )
 from experiments.analysis.region import DataRegion
@@ -56,6 +55,7 @@ from experiments.analysis.surface import (
 from experiments.constraints import Constraint
 from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import check_goal
+from experiments.lattice import candidate_values
 from experiments.numbers import finite_or_none
 from experiments.terms import (
     MODEL_ORDERS,

@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from experiments.constraints import Constraint, satisfied_rows
-from experiments.designs import factor_levels
 from experiments.errors import DomainError
-from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import GOALS, check_goal
+from experiments.lattice import MAX_LATTICE, lattice_size
 from experiments.terms import factor_columns
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "Predictor",
     "ResponseBound",
     "best_configuration",
-    "candidate_values",
     "desirability",
     "measured_desirability",
     "most_desirable",
@@ -49,10 +48,6 @@ __all__ = [
 
 DESIRABILITY_GOALS: tuple[str, ...] = ("maximize", "minimize", "target")
 BOUND_OPERATORS: tuple[str, ...] = ("<=", ">=")
-# Every lattice point is predicted up to this many, else the search is coordinate-wise.
-MAX_LATTICE = 200_000
-# Levels per continuous factor (and per integer factor whose every integer is too many).
-GRID_POINTS = 21
 # Lattice points predicted at once, to bound memory.
 _CHUNK = 20_000
 # Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
@@ -228,28 +223,6 @@ def measured_desirability(
     return float(overall_desirability(each, importances))
 
 
-def candidate_values(
-    space: FactorSpace, observed: Sequence[Mapping[str, Value]] = ()
-) -> list[list[Value]]:
-    """Candidate values per factor: explicit levels; or a coded grid plus the observed values in
-    range, with every integer of an integer factor's range when the lattice stays small enough."""
-    coarse: list[list[Value]] = []
-    for factor in space.factors:
-        if factor.levels is not None:
-            coarse.append([factor.check_value(v) for v in factor.levels])
-            continue
-        values = {v for _, v in factor_levels(factor, GRID_POINTS)}
-        values |= {c[factor.name] for c in observed if _in_region(factor, c[factor.name])}
-        coarse.append(sorted(values))  # type: ignore[type-var]
-    fine = [
-        sorted(set(values) | set(range(int(f.bounds[0]), int(f.bounds[1]) + 1)))
-        if f.kind == "integer" and f.levels is None
-        else values
-        for f, values in zip(space.factors, coarse, strict=True)
-    ]
-    return fine if math.prod(len(values) for values in fine) <= MAX_LATTICE else coarse
-
-
 def best_configuration(
     space: FactorSpace,
     candidates: Sequence[Sequence[Value]],
@@ -385,7 +358,7 @@ class _Problem:
     def solve(self, starts: Sequence[Mapping[str, Value]]) -> tuple[list[int], str, int, bool]:
         """(best lattice index, search kind, neighbour moves, whether neighbours were checked);
         the best point is returned as an index into the candidates, neighbours included."""
-        if math.prod(self.sizes) <= MAX_LATTICE:
+        if lattice_size(self.candidates) <= MAX_LATTICE:
             best, search = self._lattice(), "lattice"
         else:
             seeds = [
@@ -619,14 +592,6 @@ def _predicted(predict: Predictor, mains: np.ndarray) -> np.ndarray:
     if values.shape != (len(mains),):
         raise DomainError("objective", "a predictor must return one prediction per point")
     return values
-
-
-def _in_region(factor: Factor, value: Value) -> bool:
-    try:
-        factor.check_in_region(value)
-    except DomainError:
-        return False
-    return True
 
 
 def _finite(value: object) -> bool:

@@ -10,8 +10,8 @@ on the negated values. The incumbent is the best *predicted* mean at an observed
 not the best measurement, so one lucky noisy run does not make every honest candidate look
 hopeless (the "plug-in" EI for noisy observations, Picheny et al. 2013).
 
-Candidates are the whole lattice of `candidate_values` (every integer of an integer factor) when
-it has at most `MAX_LATTICE` points and includes every integer, so integer optima are found
+Candidates are the whole lattice of `experiments.lattice` (every integer of an integer factor)
+when it has at most `MAX_SCORED` points and includes every integer, so integer optima are found
 exactly; otherwise a seeded scrambled Sobol set snapped to the factors' levels. Either way the
 ten best points are then refined by local moves (+-1 on an integer factor, the next explicit
 level, another category, a shrinking coded step on a continuous factor), so integer factors are
@@ -42,7 +42,6 @@ uncertainty around it and pushes the next pick elsewhere.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -57,18 +56,24 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Kernel, Matern, WhiteKernel
 from threadpoolctl import threadpool_limits
 
-from experiments.analysis.optimize import candidate_values
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.goals import check_goal
+from experiments.lattice import (
+    candidate_values,
+    has_every_integer,
+    lattice_points,
+    lattice_size,
+)
 from experiments.numbers import describe_config, format_value
 from experiments.suggest.base import Limit, Suggestion
 
-__all__ = ["MAX_LATTICE", "MODEL_NAME", "bayes", "predict"]
+__all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "predict"]
 
-# The lattice is scored whole up to this many points, else quasi-random candidates are used.
-MAX_LATTICE = 20_000
+# The lattice is scored whole up to this many points (expected improvement is costly), else
+# quasi-random candidates are used.
+MAX_SCORED = 20_000
 # Points whose neighbourhoods are searched after the first pass, and rounds of that search.
 _REFINE_TOP = 10
 _REFINE_ROUNDS = 40
@@ -471,13 +476,8 @@ class _Pool:
         self.encoder = encoder
         self.constraints = list(constraints)
         lattice = candidate_values(space, observed)
-        exact = all(
-            len(values) == int(f.bounds[1]) - int(f.bounds[0]) + 1
-            for f, values in zip(space.factors, lattice, strict=True)
-            if f.kind == "integer" and f.levels is None
-        )
-        if exact and math.prod(len(v) for v in lattice) <= MAX_LATTICE:
-            rows = [list(r) for r in itertools.product(*lattice)]
+        if has_every_integer(space, lattice) and lattice_size(lattice) <= MAX_SCORED:
+            rows = lattice_points(lattice)
             self.search = "lattice"
         else:
             rows = _sobol(space, size, seed)

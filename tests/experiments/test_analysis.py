@@ -320,7 +320,7 @@ def test_a_perfect_fit_is_still_reported():
 
 
 def test_candidate_lattice_honours_explicit_levels_and_every_integer():
-    from experiments.analysis.optimize import candidate_values as _candidates
+    from experiments.lattice import candidate_values as _candidates
 
     threads, nodes, slave_threads = _candidates(GALERA, [])
     assert threads == list(range(4, 65))

@@ -19,7 +19,6 @@ from experiments.analysis.optimize import (
     DesirabilityGoal,
     ResponseBound,
     best_configuration,
-    candidate_values,
     desirability,
     most_desirable,
     overall_desirability,
@@ -27,6 +26,7 @@ from experiments.analysis.optimize import (
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.lattice import candidate_values
 
 
 def space(*factors: dict) -> FactorSpace:
