@@ -29,6 +29,7 @@ from app.statuses import (
     TrialSource,
     TrialStatus,
 )
+from experiments.objective import Objective
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -85,6 +86,11 @@ class Experiment(Base):
     # experiment's trials and every new loop (migration 0007): it keys the cache of what the
     # trials add up to.
     trials_revision: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+
+    @property
+    def parsed_objective(self) -> Objective:
+        """The stored objective as the engine's value type."""
+        return Objective.from_stored(self.objective)
 
 
 class Trial(Base):

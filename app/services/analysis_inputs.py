@@ -56,14 +56,13 @@ async def fit_inputs(
     objective's by default) and every response its objective constrains; DomainError when fewer
     than two did."""
     experiment = await experiment_of(session, experiment_id)
-    name = response or experiment.objective["response"]
+    objective = experiment.parsed_objective
+    name = response or objective.response
     target = targets.get(experiment.target)
     if target is not None:
         target.check_response(name, "response")
     trials = await rows.list_trials(session, experiment_id)
-    bounds = experiment.objective.get("constraints") or []
-    goals = experiment.objective.get("desirability") or []
-    needed = [name, *(bound["response"] for bound in bounds), *(g["response"] for g in goals)]
+    needed = [name, *objective.responses[1:]]
     used = [
         t
         for t in trials
@@ -81,26 +80,26 @@ async def fit_inputs(
     arguments = {
         "configs": [t.config for t in used],
         "values": [measured_value(t, name) for t in used],
-        "goal": experiment.objective["goal"],
+        "goal": objective.goal,
         "constraints": parse_constraints(experiment.constraints, space),
         "labels": [f"trial {t.id}" for t in used],
         "whole_plots": [t.whole_plot for t in used],
         "response": name,
         "limits": [
             analysis.ResponseLimit(
-                response=bound["response"],
-                values=[measured_value(t, bound["response"]) for t in used],  # type: ignore[misc]
-                min=bound["min"],
-                max=bound["max"],
+                response=bound.response,
+                values=[measured_value(t, bound.response) for t in used],  # type: ignore[misc]
+                min=bound.min,
+                max=bound.max,
             )
-            for bound in bounds
+            for bound in objective.bounds
         ],
         "desirability": [
             analysis.ResponseGoal(
                 values=[measured_value(t, g["response"]) for t in used],  # type: ignore[misc]
                 **g,
             )
-            for g in goals
+            for g in objective.desirability
         ],
     }
     return FitInputs(

@@ -23,14 +23,9 @@ from app.services.progress import ExperimentDetail, get
 from app.services.trial_runs import send_trials
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
 from app.target_specs import TargetSpec
-from experiments.analysis.optimize import check_desirability
 from experiments.constraints import parse_constraints
-from experiments.errors import DomainError
-from experiments.factors import NAME_PATTERN, FactorSpace
-from experiments.goals import check_goal
-
-DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
-
+from experiments.factors import FactorSpace
+from experiments.objective import Objective
 
 CREATE_OPERATION = "POST /experiments"
 
@@ -69,7 +64,7 @@ async def create(
             return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
     target = target_of(targets, new.target)
     space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
-    objective = _check_objective(new.objective, target)
+    objective = Objective.parse(new.objective, target.check_response).as_dict()
     experiment = Experiment(
         name=new.name,
         target=target.name,
@@ -184,44 +179,3 @@ async def cancel(session: AsyncSession, *, experiment_id: int) -> ExperimentDeta
     experiment.status = ExperimentStatus.CANCELLED
     await session.commit()
     return await get(session, experiment_id=experiment_id)
-
-
-def _check_objective(objective: Mapping[str, Any], target: TargetSpec) -> dict[str, Any]:
-    response, goal = objective.get("response"), objective.get("goal", "maximize")
-    if not isinstance(response, str) or not NAME_PATTERN.match(response):
-        raise DomainError("objective.response", "must be a response name like 'tps'")
-    goal = check_goal(goal, "objective.goal")
-    target.check_response(response, "objective.response")
-    bounds = []
-    for i, bound in enumerate(objective.get("constraints") or []):
-        where = f"objective.constraints.{i}"
-        name, low, high = bound.get("response"), bound.get("min"), bound.get("max")
-        if not isinstance(name, str) or not NAME_PATTERN.match(name) or name == response:
-            raise DomainError(f"{where}.response", "must name another response, like 'abort_rate'")
-        target.check_response(name, f"{where}.response")
-        if low is None and high is None:
-            raise DomainError(where, "give min, max or both")
-        if low is not None and high is not None and low > high:
-            raise DomainError(f"{where}.max", "must not be below min")
-        bounds.append({"response": name, "min": low, "max": high})
-    goals = []
-    for i, item in enumerate(objective.get("desirability") or []):
-        where = f"objective.desirability.{i}"
-        name = item.get("response")
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
-            raise DomainError(f"{where}.response", "must be a response name")
-        target.check_response(name, f"{where}.response")
-        if name in (g["response"] for g in goals):
-            raise DomainError(f"{where}.response", f"'{name}' has a goal already")
-        try:
-            check_desirability(
-                item.get("goal", "maximize"),
-                item.get("low"),  # type: ignore[arg-type]
-                item.get("high"),  # type: ignore[arg-type]
-                item.get("target"),
-                item.get("weight", 1.0),
-            )
-        except DomainError as error:
-            raise DomainError(where, error.rule) from None
-        goals.append({k: item.get(k) for k in DESIRABILITY_FIELDS} | {"response": name})
-    return {"response": response, "goal": goal, "constraints": bounds, "desirability": goals}

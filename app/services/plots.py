@@ -103,8 +103,8 @@ async def png(
     if kind == "progress":
         experiment = await access.experiment_of(session, experiment_id)
         trials = [_trial(t) for t in await rows.list_trials(session, experiment_id)]
-        name = response or experiment.objective["response"]
-        goal = experiment.objective["goal"]
+        objective = experiment.parsed_objective
+        name, goal = response or objective.response, objective.goal
 
         def draw() -> Figure:
             return plots.progress(trials, response=name, goal=goal, size=size)

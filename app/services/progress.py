@@ -284,7 +284,8 @@ def _timing(times: _RunTimes, now: datetime) -> Timing:
 
 
 def _best(experiment: Experiment, trials: Sequence[Trial]) -> Best | None:
-    response, goal = experiment.objective["response"], experiment.objective["goal"]
+    objective = experiment.parsed_objective
+    response, goal = objective.response, objective.goal
     scored = [
         (value, t)
         for t in trials
@@ -301,7 +302,7 @@ def _bests(experiments: Sequence[Experiment], top: Sequence[Any]) -> dict[int, B
     """`_best` of each experiment from the database's pick of its top trial for its objective
     and any trial whose responses only Python could read (see `overview.top_trials`):
     the same choice as `_best` over every trial in run order."""
-    objectives = {e.id: (e.objective["response"], e.objective["goal"]) for e in experiments}
+    objectives = {e.id: (e.parsed_objective.response, e.parsed_objective.goal) for e in experiments}
     candidates: dict[int, list[Any]] = {}
     for row in sorted(top, key=lambda r: (r.run_order, r.id)):
         candidates.setdefault(row.experiment_id, []).append(row)

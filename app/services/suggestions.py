@@ -24,7 +24,7 @@ from experiments.suggest import Limit, Plan, Runs, suggest
 
 
 @dataclass(frozen=True)
-class Objective:
+class StrategyAim:
     """What the strategies optimize for an experiment, read off its objective."""
 
     goal: str
@@ -41,21 +41,17 @@ class Proposal:
 
 def runs_of(
     experiment: models.Experiment, trials: Sequence[models.Trial]
-) -> tuple[Runs, Objective]:
+) -> tuple[Runs, StrategyAim]:
     """The trials as the strategies see them: succeeded runs that measured everything the
     objective needs, their point types and limited responses, and the failed configurations.
 
     An objective that combines responses by desirability is optimized as their overall
     desirability (maximized); otherwise the objective's response in its direction.
     """
-    objective = experiment.objective
-    limits = [
-        Limit(response=b["response"], min=b.get("min"), max=b.get("max"))
-        for b in objective.get("constraints") or []
-    ]
-    goals = objective.get("desirability") or []
-    needed = [objective["response"], *(lim.response for lim in limits)]
-    needed += [g["response"] for g in goals]
+    objective = experiment.parsed_objective
+    limits = [Limit(response=b.response, min=b.min, max=b.max) for b in objective.bounds]
+    goals = objective.desirability
+    needed = objective.responses
     configs, values, types, failed = [], [], [], []
     responses: dict[str, list[float]] = {lim.response: [] for lim in limits}
     for trial in trials:
@@ -69,14 +65,14 @@ def runs_of(
         if goals:
             values.append(measured_desirability(goals, measured))
         else:
-            values.append(measured[objective["response"]])
+            values.append(measured[objective.response])
         for lim in limits:
             responses[lim.response].append(measured[lim.response])
     runs = Runs(
         configs=configs, values=values, point_types=types, responses=responses, failed=failed
     )
-    goal = "maximize" if goals else objective["goal"]
-    return runs, Objective(goal=goal, limits=limits)
+    goal = "maximize" if goals else objective.goal
+    return runs, StrategyAim(goal=goal, limits=limits)
 
 
 def plan_for(

@@ -42,13 +42,13 @@ _Key = tuple[int, datetime, int, str, str]
 
 def _key(experiment: Experiment) -> _Key:
     # The creation time too: an id that an operator's DELETE freed may be used again (SQLite).
-    objective = experiment.objective
+    objective = experiment.parsed_objective
     return (
         experiment.id,
         experiment.created_at,
         experiment.trials_revision,
-        objective["response"],
-        objective["goal"],
+        objective.response,
+        objective.goal,
     )
 
 
@@ -101,7 +101,8 @@ async def tallies(
 async def _read(session: AsyncSession, experiments: Sequence[Experiment]) -> dict[int, Tally]:
     objectives: dict[tuple[str, str], list[int]] = {}
     for experiment in experiments:
-        key = (experiment.objective["response"], experiment.objective["goal"])
+        objective = experiment.parsed_objective
+        key = (objective.response, objective.goal)
         objectives.setdefault(key, []).append(experiment.id)
     (response, goal), top_ids = next(iter(objectives.items()))
     ids = [e.id for e in experiments]
