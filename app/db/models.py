@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from app.statuses import (
     TrialSource,
     TrialStatus,
 )
+from experiments.factors import FactorSpace
 from experiments.objective import Objective
 
 
@@ -91,6 +93,11 @@ class Experiment(Base):
     def parsed_objective(self) -> Objective:
         """The stored objective as the engine's value type."""
         return Objective.from_stored(self.objective)
+
+    @functools.cached_property
+    def factor_space(self) -> FactorSpace:
+        """The factor space, built once per loaded experiment (its factors never change)."""
+        return FactorSpace.from_dicts(self.factors)
 
 
 class Trial(Base):

@@ -76,7 +76,7 @@ async def fit_inputs(
             f"'{name}' was measured by {len(used)} succeeded trial(s) of experiment "
             f"{experiment_id} ({failed} failed); a fit needs at least {MIN_TRIALS_TO_FIT}",
         )
-    space = FactorSpace.from_dicts(experiment.factors)
+    space = experiment.factor_space
     arguments = {
         "configs": [t.config for t in used],
         "values": [measured_value(t, name) for t in used],

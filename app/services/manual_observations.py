@@ -48,7 +48,7 @@ async def record_observations(
         raise DomainError("observations", "must hold at least one observation")
     if len(observations) > MAX_OBSERVATIONS:
         raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
-    space = FactorSpace.from_dicts(experiment.factors)
+    space = experiment.factor_space
     checked = [
         (_observed_config(space, item, i), _observed_responses(item, i))
         for i, item in enumerate(observations)

@@ -172,7 +172,7 @@ async def advance(
     if plan.stop_reason is not None:
         await _finish(session, loop, OptimizationStatus.STOPPED, plan.stop_reason)
         return []
-    space = FactorSpace.from_dicts(experiment.factors)
+    space = experiment.factor_space
     plan = _grouped(space, plan)
     order = await rows.max_run_order(session, experiment.id)
     stored = suggestions.stored(
@@ -234,7 +234,7 @@ def _next(
     used: int,
 ) -> Plan:
     runs, objective = suggestions.runs_of(experiment, trials)
-    space = FactorSpace.from_dicts(experiment.factors)
+    space = experiment.factor_space
     try:
         return next_batch(
             loop.strategy,

@@ -18,7 +18,6 @@ from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialS
 from app.target_specs import TargetSpec
 from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
-from experiments.factors import FactorSpace
 from experiments.numbers import finite_or_none
 from experiments.suggest import Limit, Plan, Runs, suggest
 
@@ -85,7 +84,7 @@ def plan_for(
 ) -> Plan:
     """What `strategy` proposes next for the experiment (nothing is stored)."""
     runs, objective = runs_of(experiment, trials)
-    space = FactorSpace.from_dicts(experiment.factors)
+    space = experiment.factor_space
     return suggest(
         strategy,
         space,
@@ -165,7 +164,7 @@ async def accept(
             f"suggestion {suggestion_id} was accepted already: it is trial {suggestion.trial_id}"
         )
     target = access.target_of(targets, experiment.target)
-    space = FactorSpace.from_dicts(experiment.factors)
+    space = experiment.factor_space
     trial = trial_runs.new_trial(
         space,
         experiment_id=experiment_id,
