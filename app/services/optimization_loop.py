@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import models, rows
 from app.db.models import utcnow
-from app.queue import BrokerUnavailableError, TaskQueue
+from app.queue import TaskQueue
 from app.services import access, progress, suggestions, trial_runs
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.statuses import (
@@ -114,18 +114,13 @@ async def start(
     if not target.runnable:
         await advance(session, optimization_id=loop.id, queue=queue, targets=targets)
         return await progress.loop_progress(session, await _get(session, loop.id))
-    pending = await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING)
     try:
-        if pending:
-            # The loop builds on the planned runs: they run first, and the last one to finish
-            # sends the loop's first round.
-            ids = [t.id for t in pending]
-            await trial_runs.send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
-        else:
-            await queue.enqueue_advance(loop.id, target=experiment.target)
-    except (UnavailableError, BrokerUnavailableError) as error:
+        await trial_runs.send_loop_start(
+            session, experiment=experiment, optimization_id=loop.id, queue=queue
+        )
+    except UnavailableError as error:
         await _finish(session, loop, OptimizationStatus.FAILED, error=f"not started: {error}")
-        raise UnavailableError(str(error)) from error
+        raise
     return await progress.loop_progress(session, await _get(session, loop.id))
 
 

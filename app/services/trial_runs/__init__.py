@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from app.services.trial_runs.execution import Outcome, Worker, advance_loop, execute
 from app.services.trial_runs.reaping import Reaped, reap
-from app.services.trial_runs.sending import new_trial, send_trials
+from app.services.trial_runs.sending import new_trial, send_loop_start, send_trials
 from app.services.trial_runs.states import (
     ClaimedTrial,
     acquire_target,
@@ -40,6 +40,7 @@ __all__ = [
     "record_success",
     "release_target",
     "renew_lease",
+    "send_loop_start",
     "send_trials",
     "stop_reason",
     "target_name",

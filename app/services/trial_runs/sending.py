@@ -81,3 +81,20 @@ async def send_trials(
         await session.commit()
         raise UnavailableError(str(error)) from error
     return queued
+
+
+async def send_loop_start(
+    session: AsyncSession, *, experiment: Experiment, optimization_id: int, queue: TaskQueue
+) -> None:
+    """Send what a new closed loop runs first: the experiment's planned trials still pending
+    (the last one to finish sends the loop's first round), or, without any, that first round.
+    Raises UnavailableError when the broker is down."""
+    pending = await rows.list_trials(session, experiment.id, status=TrialStatus.PENDING)
+    if pending:
+        ids = [t.id for t in pending]
+        await send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
+        return
+    try:
+        await queue.enqueue_advance(optimization_id, target=experiment.target)
+    except BrokerUnavailableError as error:
+        raise UnavailableError(str(error)) from error
