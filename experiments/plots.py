@@ -1,5 +1,7 @@
-"""Review plots drawn with matplotlib from the JSON the API returns (an analysis, a response
-slice, the trials), so the server's PNG endpoints and the notebooks draw the same pictures.
+"""Review plots drawn with matplotlib from the engine's results (an `Analysis`, its `Optimum`,
+response `Slice`s, the factor space), the way statsmodels' plots take a results object; the
+server's PNG endpoints and the notebooks (which rebuild the results from the API's JSON with
+`client.results`) draw the same pictures.
 
 Figures are built without pyplot (no global state, safe in a server's threads); Jupyter shows a
 returned figure inline as PNG, `to_png` renders one with the Agg canvas.
@@ -9,8 +11,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.stats
@@ -20,13 +21,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from experiments.analysis.results import Analysis, Optimum
+from experiments.analysis.slices import Slice
 from experiments.errors import DomainError
+from experiments.factors import Factor, FactorSpace, Value
+from experiments.numbers import format_value
 
 DEFAULT_SIZE = (800, 600)
 DPI = 100
 SIGNIFICANCE = 0.05
-
-Json = Mapping[str, Any]
 
 
 def to_png(figure: Figure) -> bytes:
@@ -49,18 +52,17 @@ def new_figure(size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
     return PlotFigure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
 
 
-def axis_label(factor: Json) -> str:
+def axis_label(factor: Factor) -> str:
     """A factor's name with its unit, e.g. 'threads_per_client (threads)'."""
-    unit = factor.get("unit") or ""
-    return f"{factor['name']} ({unit})" if unit else str(factor["name"])
+    return f"{factor.name} ({factor.unit})" if factor.unit else factor.name
 
 
 def contour(
-    slice_: Json,
-    factors: Sequence[Json],
+    slice_: Slice,
+    space: FactorSpace,
     *,
     response: str,
-    optimum: Json | None = None,
+    optimum: Optimum | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
     """Filled contours of the predicted response over the slice's two factors, the runs, the
@@ -72,15 +74,14 @@ def contour(
     lines = ax.contour(x, y, z, levels=filled.levels, colors="white", linewidths=0.5)
     ax.clabel(lines, fontsize=7, fmt="%.4g")
     figure.colorbar(filled, ax=ax, label=f"predicted {response}")
-    feasible = np.array(slice_["feasible"], dtype=float)
+    feasible = np.array(slice_.feasible, dtype=float)
     if not feasible.all():
         ax.contourf(x, y, feasible, levels=[-0.5, 0.5], colors="none", hatches=["//"])
         ax.contour(x, y, feasible, levels=[0.5], colors="red", linewidths=1.5)
         ax.plot([], [], color="red", label="constraint boundary (hatched: broken)")
-    runs = slice_["runs"]
     ax.scatter(
-        [_position(slice_, "x", r["x"]) for r in runs],
-        [_position(slice_, "y", r["y"]) for r in runs],
+        [_position(slice_, "x", run.x) for run in slice_.runs],
+        [_position(slice_, "y", run.y) for run in slice_.runs],
         marker="o",
         facecolors="none",
         edgecolors="black",
@@ -88,43 +89,45 @@ def contour(
         label="runs (projected)",
     )
     _mark_optimum(ax, slice_, optimum, response)
-    _axes(ax, slice_, factors)
+    _axes(ax, slice_, space)
     ax.legend(loc="best", fontsize=8)
-    ax.set_title(f"Predicted {response} over {slice_['x']} and {slice_['y']}\n{_held(slice_)}")
+    ax.set_title(f"Predicted {response} over {slice_.x} and {slice_.y}\n{_held(slice_)}")
     return figure
 
 
 def surface(
-    slice_: Json,
-    factors: Sequence[Json],
+    slice_: Slice,
+    space: FactorSpace,
     *,
     response: str,
-    optimum: Json | None = None,
+    optimum: Optimum | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
     """The predicted response as a 3-D surface over the slice's two factors, optimum marked."""
     figure = new_figure(size)
     ax = figure.add_subplot(projection="3d")
     # 3-D axes have no log scale: a log2 factor is drawn at log2 of its value, ticks relabelled.
-    logs = [_factor(factors, slice_[which]).get("scale") == "log2" for which in ("x", "y")]
+    logs = [space[name].scale == "log2" for name in _pair(slice_)]
     x, y, z = _grid(slice_)
     x, y = (np.log2(grid) if log else grid for grid, log in zip((x, y), logs, strict=True))
     plotted = ax.plot_surface(x, y, z, cmap="viridis", alpha=0.85, linewidth=0)
     figure.colorbar(plotted, ax=ax, shrink=0.6, label=f"predicted {response}")
     if optimum is not None:
-        config = optimum["config"]
-        at = [_position(slice_, which, config[slice_[which]]) for which in ("x", "y")]
+        at = [
+            _position(slice_, which, optimum.config[name])
+            for which, name in zip(("x", "y"), _pair(slice_), strict=True)
+        ]
         at = [math.log2(value) if log else value for value, log in zip(at, logs, strict=True)]
         ax.scatter(
             *([value] for value in at),
-            [optimum["predicted"]],
+            [optimum.predicted],
             color="red",
             marker="*",
             s=200,
-            label=f"optimum {optimum['predicted']:.4g}",
+            label=f"optimum {optimum.predicted:.4g}",
         )
         ax.legend(loc="upper left", fontsize=8)
-    _axes(ax, slice_, factors)
+    _axes(ax, slice_, space)
     for axis, log in zip((ax.xaxis, ax.yaxis), logs, strict=True):
         if log:
             axis.set_major_formatter(FuncFormatter(lambda value, _: f"{2**value:g}"))
@@ -134,8 +137,8 @@ def surface(
 
 
 def interaction(
-    slice_: Json,
-    factors: Sequence[Json],
+    slice_: Slice,
+    space: FactorSpace,
     *,
     response: str,
     size: tuple[int, int] = DEFAULT_SIZE,
@@ -144,30 +147,31 @@ def interaction(
     lines: no interaction), with 95 % confidence bands."""
     figure = new_figure(size)
     ax = figure.add_subplot()
-    positions = [_position(slice_, "x", v) for v in slice_["x_values"]]
-    for i, level in enumerate(slice_["y_values"]):
-        mean = slice_["predicted"][i]
-        line = ax.plot(positions, mean, marker="o", markersize=3, label=f"{slice_['y']} = {level}")
+    positions = [_position(slice_, "x", v) for v in slice_.x_values]
+    for i, level in enumerate(slice_.y_values):
+        line = ax.plot(
+            positions, slice_.predicted[i], marker="o", markersize=3, label=f"{slice_.y} = {level}"
+        )
         ax.fill_between(
             positions,
-            _floats(slice_["ci_low"][i]),
-            _floats(slice_["ci_high"][i]),
+            _floats(slice_.ci_low[i]),
+            _floats(slice_.ci_high[i]),
             color=line[0].get_color(),
             alpha=0.15,
         )
-    _x_axis(ax, slice_, factors)
+    _style_axis(ax, ax.xaxis, slice_, "x", space)
     ax.set_ylabel(f"predicted {response}")
     ax.legend(fontsize=8)
-    ax.set_title(f"Interaction of {slice_['x']} and {slice_['y']} on {response}\n{_held(slice_)}")
+    ax.set_title(f"Interaction of {slice_.x} and {slice_.y} on {response}\n{_held(slice_)}")
     return figure
 
 
 def main_effects(
-    slices: Sequence[Json],
-    factors: Sequence[Json],
+    slices: Sequence[Slice],
+    space: FactorSpace,
     *,
     response: str,
-    optimum: Json | None = None,
+    optimum: Optimum | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
     """One panel per factor: the predicted response along it, the others at the optimum, with
@@ -177,15 +181,12 @@ def main_effects(
     rows = math.ceil(len(slices) / columns)
     axes = figure.subplots(rows, columns, sharey=True, squeeze=False).ravel()
     for ax, slice_ in zip(axes, slices, strict=False):
-        positions = [_position(slice_, "x", v) for v in slice_["x_values"]]
-        mean = slice_["predicted"][0]
-        ax.plot(positions, mean, marker="o", markersize=3)
-        ax.fill_between(
-            positions, _floats(slice_["ci_low"][0]), _floats(slice_["ci_high"][0]), alpha=0.2
-        )
+        positions = [_position(slice_, "x", v) for v in slice_.x_values]
+        ax.plot(positions, slice_.predicted[0], marker="o", markersize=3)
+        ax.fill_between(positions, _floats(slice_.ci_low[0]), _floats(slice_.ci_high[0]), alpha=0.2)
         if optimum is not None:
-            ax.axvline(_position(slice_, "x", optimum["config"][slice_["x"]]), color="red", ls="--")
-        _x_axis(ax, slice_, factors)
+            ax.axvline(_position(slice_, "x", optimum.config[slice_.x]), color="red", ls="--")
+        _style_axis(ax, ax.xaxis, slice_, "x", space)
     for ax in axes[len(slices) :]:
         ax.set_visible(False)
     for ax in axes[::columns]:
@@ -194,26 +195,26 @@ def main_effects(
     return figure
 
 
-def pareto(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+def pareto(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
     """Pareto chart of the standardized effects |t| of the model terms, largest first, with the
     two-sided 5 % critical t; without residual degrees of freedom, Lenth's effects and margin of
     error instead."""
     figure = new_figure(size)
     ax = figure.add_subplot()
-    terms = [t for t in analysis["terms"] if t["name"] != "Intercept" and t["t"] is not None]
-    if terms:
-        bars = sorted(((t["name"], abs(t["t"])) for t in terms), key=lambda item: item[1])
-        limit = float(scipy.stats.t.ppf(1 - SIGNIFICANCE / 2, analysis["residual_df"]))
+    standardized = [
+        (t.name, abs(t.t)) for t in analysis.terms if t.name != "Intercept" and t.t is not None
+    ]
+    if standardized:
+        bars = sorted(standardized, key=lambda item: item[1])
+        limit = float(scipy.stats.t.ppf(1 - SIGNIFICANCE / 2, analysis.residual_df))
         label, quantity = (
             f"t critical {limit:.3g} (two-sided {SIGNIFICANCE:g})",
             "standardized effect |t|",
         )
-    elif analysis.get("lenth"):
-        lenth = analysis["lenth"]
-        bars = sorted(
-            ((p["name"], p["abs_effect"]) for p in lenth["half_normal"]), key=lambda item: item[1]
-        )
-        limit = lenth["margin_of_error"]
+    elif analysis.lenth is not None:
+        lenth = analysis.lenth
+        bars = sorted(((p.name, p.abs_effect) for p in lenth.half_normal), key=lambda i: i[1])
+        limit = lenth.margin_of_error
         label, quantity = f"Lenth margin of error {limit:.4g}", "|effect|"
     else:
         raise DomainError(
@@ -225,58 +226,65 @@ def pareto(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
     ax.axvline(limit, color="black", ls="--", label=label)
     ax.set_xlabel(quantity)
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(f"Pareto chart of effects on {analysis['response']} ({analysis['model']} model)")
+    ax.set_title(f"Pareto chart of effects on {response} ({analysis.model} model)")
     return figure
 
 
-def half_normal(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+def half_normal(
+    analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT_SIZE
+) -> Figure:
     """Half-normal plot of the effects of an unreplicated two-level design (Daniel), active
     effects by Lenth's margin of error labelled."""
-    lenth = analysis.get("lenth")
-    if not lenth:
+    lenth = analysis.lenth
+    if lenth is None:
         raise DomainError(
             "kind",
             "the half-normal plot applies to unreplicated two-level designs without centre points",
         )
     figure = new_figure(size)
     ax = figure.add_subplot()
-    points = lenth["half_normal"]
-    active = set(lenth["active"])
+    points = lenth.half_normal
+    active = set(lenth.active)
     ax.scatter(
-        [p["abs_effect"] for p in points],
-        [p["quantile"] for p in points],
-        c=["tab:red" if p["name"] in active else "tab:blue" for p in points],
+        [p.abs_effect for p in points],
+        [p.quantile for p in points],
+        c=["tab:red" if p.name in active else "tab:blue" for p in points],
     )
     for p in points:
-        if p["name"] in active:
+        if p.name in active:
             ax.annotate(
-                p["name"],
-                (p["abs_effect"], p["quantile"]),
+                p.name,
+                (p.abs_effect, p.quantile),
                 xytext=(4, 2),
                 textcoords="offset points",
                 fontsize=8,
             )
-    pse = lenth["pse"]
-    top = max(p["quantile"] for p in points)
-    ax.plot([0, top * pse], [0, top], color="grey", ls=":", label=f"PSE line (PSE {pse:.4g})")
-    ax.axvline(lenth["margin_of_error"], color="black", ls="--", label="Lenth margin of error")
+    top = max(p.quantile for p in points)
+    ax.plot(
+        [0, top * lenth.pse],
+        [0, top],
+        color="grey",
+        ls=":",
+        label=f"PSE line (PSE {lenth.pse:.4g})",
+    )
+    ax.axvline(lenth.margin_of_error, color="black", ls="--", label="Lenth margin of error")
     ax.set_xlabel("|effect|")
     ax.set_ylabel("half-normal quantile")
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(f"Half-normal plot of effects on {analysis['response']}")
+    ax.set_title(f"Half-normal plot of effects on {response}")
     return figure
 
 
-def residuals(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
+def residuals(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
     """Residuals against fitted values, a normal probability plot and residuals in run order."""
-    runs = analysis["diagnostics"]["runs"]
-    fitted = np.array([r["fitted"] for r in runs])
-    residual = np.array([r["residual"] for r in runs])
+    runs = analysis.diagnostics.runs
+    fitted = np.array([r.fitted for r in runs])
+    residual = np.array([r.residual for r in runs])
     figure = new_figure(size)
     left, middle, right = figure.subplots(1, 3)
     left.scatter(fitted, residual)
     left.axhline(0.0, color="grey", ls="--")
-    left.set_xlabel(f"fitted {analysis['response']}")
+    left.set_xlabel(f"fitted {response}")
     left.set_ylabel("residual")
     left.set_title("residuals vs fitted")
     (theoretical, ordered), (slope, intercept, _) = scipy.stats.probplot(residual)
@@ -290,41 +298,38 @@ def residuals(analysis: Json, *, size: tuple[int, int] = DEFAULT_SIZE) -> Figure
     right.set_xlabel("run (trial order)")
     right.set_ylabel("residual")
     right.set_title("residuals in run order")
-    figure.suptitle(f"Residuals of the {analysis['model']} model of {analysis['response']}")
+    figure.suptitle(f"Residuals of the {analysis.model} model of {response}")
     return figure
 
 
 def progress(
-    trials: Sequence[Json],
+    values: Sequence[float],
+    sources: Sequence[str],
     *,
     response: str,
     goal: str,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
-    """Each succeeded trial's value in the order trials finished, and the best so far."""
-    done = sorted(
-        (t for t in trials if t["status"] == "succeeded" and response in (t["responses"] or {})),
-        key=lambda t: (t["finished_at"] or "", t["id"]),
-    )
-    if not done:
+    """The measured values in the order their trials finished, coloured by where each trial
+    came from (`sources`, e.g. design or suggestion), and the best so far."""
+    if not values:
         raise DomainError("response", f"no succeeded trial has measured {response} yet")
-    values = np.array([t["responses"][response] for t in done], dtype=float)
-    best = best_so_far(values, goal)
-    order = np.arange(1, len(values) + 1)
+    measured = np.asarray(values, dtype=float)
+    order = np.arange(1, len(measured) + 1)
     figure = new_figure(size)
     ax = figure.add_subplot()
-    for source in sorted({t["source"] for t in done}):
-        picked = [i for i, t in enumerate(done) if t["source"] == source]
-        ax.scatter(order[picked], values[picked], label=f"{source} trials", alpha=0.7)
-    ax.step(order, best, where="post", color="black", label="best so far")
+    for source in sorted(set(sources)):
+        picked = [i for i, s in enumerate(sources) if s == source]
+        ax.scatter(order[picked], measured[picked], label=f"{source} trials", alpha=0.7)
+    ax.step(order, best_so_far(measured, goal), where="post", color="black", label="best so far")
     ax.set_xlabel("trials finished")
     ax.set_ylabel(response)
     ax.legend(fontsize=8)
-    ax.set_title(f"Best {response} so far ({goal}), {len(done)} trials")
+    ax.set_title(f"Best {response} so far ({goal}), {len(measured)} trials")
     return figure
 
 
-def best_so_far(values: Sequence[float], goal: str) -> list[float]:
+def best_so_far(values: Sequence[float] | np.ndarray, goal: str) -> list[float]:
     """The running best of a sequence of results."""
     array = np.asarray(values, dtype=float)
     running = np.maximum.accumulate(array) if goal == "maximize" else np.minimum.accumulate(array)
@@ -335,78 +340,76 @@ def _floats(values: Sequence[float | None]) -> list[float]:
     return [math.nan if v is None else float(v) for v in values]
 
 
-def _numeric(slice_: Json, axis: str) -> bool:
-    return all(isinstance(v, int | float) for v in slice_[f"{axis}_values"])
+def _pair(slice_: Slice) -> tuple[str, str]:
+    if slice_.y is None:
+        raise DomainError("y", "this plot needs a slice over two factors")
+    return slice_.x, slice_.y
 
 
-def _position(slice_: Json, axis: str, value: object) -> float:
+def _values(slice_: Slice, axis: str) -> list[Value]:
+    return slice_.x_values if axis == "x" else slice_.y_values
+
+
+def _numeric(slice_: Slice, axis: str) -> bool:
+    return all(isinstance(v, int | float) for v in _values(slice_, axis))
+
+
+def _position(slice_: Slice, axis: str, value: Value | None) -> float:
     """Where a value sits on an axis: itself if numeric, its level's index if categorical."""
     if _numeric(slice_, axis):
         return float(value)  # type: ignore[arg-type]
-    return float(list(slice_[f"{axis}_values"]).index(value))
+    return float(_values(slice_, axis).index(value))  # type: ignore[arg-type]
 
 
-def _grid(slice_: Json) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = [_position(slice_, "x", v) for v in slice_["x_values"]]
-    y = [_position(slice_, "y", v) for v in slice_["y_values"]]
+def _grid(slice_: Slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = [_position(slice_, "x", v) for v in slice_.x_values]
+    y = [_position(slice_, "y", v) for v in slice_.y_values]
     gx, gy = np.meshgrid(x, y)
-    return gx, gy, np.array(slice_["predicted"], dtype=float)
+    return gx, gy, np.array(slice_.predicted, dtype=float)
 
 
-def _factor(factors: Sequence[Json], name: str) -> Json:
-    return next((f for f in factors if f["name"] == name), {"name": name})
+def _axes(ax: Axes, slice_: Slice, space: FactorSpace) -> None:
+    _style_axis(ax, ax.xaxis, slice_, "x", space)
+    _style_axis(ax, ax.yaxis, slice_, "y", space)
 
 
-def _x_axis(ax: Axes, slice_: Json, factors: Sequence[Json]) -> None:
-    _style_axis(ax, ax.xaxis, slice_, "x", factors)
-
-
-def _axes(ax: Axes, slice_: Json, factors: Sequence[Json]) -> None:
-    _style_axis(ax, ax.xaxis, slice_, "x", factors)
-    _style_axis(ax, ax.yaxis, slice_, "y", factors)
-
-
-def _style_axis(ax: Axes, axis: Axis, slice_: Json, which: str, factors: Sequence[Json]) -> None:
+def _style_axis(ax: Axes, axis: Axis, slice_: Slice, which: str, space: FactorSpace) -> None:
     """Label with the unit; categorical levels as ticks; whole numbers on an integer factor;
     a log2 factor on a log2 axis with plain numbers (3-D axes cannot be log-scaled)."""
-    factor = _factor(factors, slice_[which])
+    factor = space[slice_.x if which == "x" else _pair(slice_)[1]]
     axis.set_label_text(axis_label(factor))
-    values = slice_[f"{which}_values"]
+    values = _values(slice_, which)
     if not _numeric(slice_, which):
         axis.set_ticks(range(len(values)), [str(v) for v in values])
         return
-    if factor.get("scale") == "log2" and ax.name != "3d":
+    if factor.scale == "log2" and ax.name != "3d":
         set_scale = ax.set_xscale if which == "x" else ax.set_yscale
         set_scale("log", base=2)
         axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    elif factor.get("kind") == "integer":
+    elif factor.kind == "integer":
         axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def _held(slice_: Json) -> str:
-    held = ", ".join(f"{name} = {_fmt(value)}" for name, value in slice_["held"].items())
+def _held(slice_: Slice) -> str:
+    held = ", ".join(f"{name} = {format_value(value)}" for name, value in slice_.held.items())
     return f"others held at {held}" if held else "no other factors"
 
 
-def _mark_optimum(ax: Axes, slice_: Json, optimum: Json | None, response: str) -> None:
+def _mark_optimum(ax: Axes, slice_: Slice, optimum: Optimum | None, response: str) -> None:
     if optimum is None:
         return
-    config = optimum["config"]
+    x, y = _pair(slice_)
     interval = ""
-    if optimum.get("pi_low") is not None:
-        interval = f", 95% PI [{optimum['pi_low']:.4g}, {optimum['pi_high']:.4g}]"
+    if optimum.pi_low is not None and optimum.pi_high is not None:
+        interval = f", 95% PI [{optimum.pi_low:.4g}, {optimum.pi_high:.4g}]"
     ax.scatter(
-        [_position(slice_, "x", config[slice_["x"]])],
-        [_position(slice_, "y", config[slice_["y"]])],
+        [_position(slice_, "x", optimum.config[x])],
+        [_position(slice_, "y", optimum.config[y])],
         marker="*",
         s=300,
         color="red",
         edgecolors="white",
         zorder=5,
         clip_on=False,
-        label=f"optimum: {response} {optimum['predicted']:.4g}{interval}",
+        label=f"optimum: {response} {optimum.predicted:.4g}{interval}",
     )
-
-
-def _fmt(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

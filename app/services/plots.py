@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from datetime import datetime
+from typing import Literal, get_args
 
 from matplotlib.figure import Figure
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,8 +15,10 @@ from app.db import rows
 from app.db.models import Trial
 from app.services import access, analysis_inputs
 from app.services.analysis_inputs import FitInputs
+from app.statuses import TrialStatus
 from app.target_specs import TargetSpec
 from experiments import analysis, plots
+from experiments.analysis import Analysis, Optimum
 from experiments.analysis.model import FittedModel, fit_model
 from experiments.analysis.slices import Slice, response_slice
 from experiments.errors import DomainError
@@ -35,15 +38,14 @@ class SliceReport:
 
     response: str
     model: str
-    optimum: dict[str, Any]
+    optimum: Optimum
     slice: Slice
 
 
 @dataclass(frozen=True)
 class _Fit:
     inputs: FitInputs
-    model: str
-    analysis: dict[str, Any]
+    analysis: Analysis
     fitted: FittedModel
 
     def slice(self, x: str, y: str | None, points: int, y_points: int | None = None) -> Slice:
@@ -52,7 +54,7 @@ class _Fit:
             self.fitted,
             x=x,
             y=y,
-            held=self.analysis["optimum"]["config"],
+            held=self.analysis.optimum.config,
             points=points,
             y_points=y_points,
             constraints=arguments["constraints"],
@@ -79,7 +81,7 @@ async def surface_slice(
     return SliceReport(
         response=fit.inputs.response,
         model=model,
-        optimum=fit.analysis["optimum"],
+        optimum=fit.analysis.optimum,
         slice=await asyncio.to_thread(fit.slice, x, y, points, y_points),
     )
 
@@ -102,12 +104,14 @@ async def png(
     draw: Callable[[], Figure]
     if kind == "progress":
         experiment = await access.experiment_of(session, experiment_id)
-        trials = [_trial(t) for t in await rows.list_trials(session, experiment_id)]
         objective = experiment.parsed_objective
         name, goal = response or objective.response, objective.goal
+        finished = _finished(await rows.list_trials(session, experiment_id), name)
+        values = [trial.responses[name] for trial in finished]
+        sources = [trial.source for trial in finished]
 
         def draw() -> Figure:
-            return plots.progress(trials, response=name, goal=goal, size=size)
+            return plots.progress(values, sources, response=name, goal=goal, size=size)
 
     else:
         fit = await _fit(session, experiment_id, response, model, targets)
@@ -139,40 +143,32 @@ async def _fit(
         )
 
     analysed, fitted = await asyncio.to_thread(both)
-    return _Fit(
-        inputs=inputs,
-        model=model,
-        analysis={"response": inputs.response, **analysed.as_dict()},
-        fitted=fitted,
-    )
+    return _Fit(inputs=inputs, analysis=analysed, fitted=fitted)
 
 
 def _draw(fit: _Fit, kind: str, x: str | None, y: str | None, size: tuple[int, int]) -> Figure:
-    factors = fit.inputs.experiment.factors
-    response = fit.inputs.response
+    space, response, optimum = fit.inputs.space, fit.inputs.response, fit.analysis.optimum
     if kind == "pareto":
-        return plots.pareto(fit.analysis, size=size)
+        return plots.pareto(fit.analysis, response=response, size=size)
     if kind == "half_normal":
-        return plots.half_normal(fit.analysis, size=size)
+        return plots.half_normal(fit.analysis, response=response, size=size)
     if kind == "residuals":
-        return plots.residuals(fit.analysis, size=size)
+        return plots.residuals(fit.analysis, response=response, size=size)
     if kind == "main_effects":
-        slices = [fit.slice(name, None, GRID_POINTS[kind]).as_dict() for name in _ranked(fit)]
-        return plots.main_effects(
-            slices, factors, response=response, optimum=fit.analysis["optimum"], size=size
-        )
+        slices = [fit.slice(name, None, GRID_POINTS[kind]) for name in _ranked(fit)]
+        return plots.main_effects(slices, space, response=response, optimum=optimum, size=size)
     x, y = _pair(fit, x, y)
     if kind == "interaction":
-        lines = fit.slice(x, y, GRID_POINTS[kind], INTERACTION_LINES).as_dict()
-        return plots.interaction(lines, factors, response=response, size=size)
-    grid = fit.slice(x, y, GRID_POINTS[kind]).as_dict()
+        lines = fit.slice(x, y, GRID_POINTS[kind], INTERACTION_LINES)
+        return plots.interaction(lines, space, response=response, size=size)
+    grid = fit.slice(x, y, GRID_POINTS[kind])
     draw = plots.contour if kind == "contour" else plots.surface
-    return draw(grid, factors, response=response, optimum=fit.analysis["optimum"], size=size)
+    return draw(grid, space, response=response, optimum=optimum, size=size)
 
 
 def _ranked(fit: _Fit) -> list[str]:
     """Factor names, most important first."""
-    return [effect["factor"] for effect in fit.analysis["ranked_factors"]]
+    return [effect.factor for effect in fit.analysis.ranked_factors]
 
 
 def _pair(fit: _Fit, x: str | None, y: str | None) -> tuple[str, str]:
@@ -187,11 +183,9 @@ def _pair(fit: _Fit, x: str | None, y: str | None) -> tuple[str, str]:
     return x, y
 
 
-def _trial(trial: Trial) -> dict[str, Any]:
-    return {
-        "id": trial.id,
-        "status": trial.status,
-        "source": trial.source,
-        "responses": trial.responses,
-        "finished_at": trial.finished_at.isoformat() if trial.finished_at else None,
-    }
+def _finished(trials: Sequence[Trial], response: str) -> list[Trial]:
+    """The succeeded trials that measured `response`, in the order they finished."""
+    measured = [
+        t for t in trials if t.status == TrialStatus.SUCCEEDED and response in (t.responses or {})
+    ]
+    return sorted(measured, key=lambda t: (t.finished_at or datetime.min, t.id))

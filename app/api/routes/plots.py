@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -59,7 +60,7 @@ async def get_surface(
     return SurfaceOut(
         response=report.response,
         model=report.model,
-        optimum=report.optimum,
+        optimum=asdict(report.optimum),
         **report.slice.as_dict(),
     )
 
