@@ -41,6 +41,7 @@ from experiments.analysis.statistics import curvature
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.numbers import describe_config, format_optional
+from experiments.suggest.augment import augment, two_level_split
 from experiments.suggest.base import Plan, Strategy, Suggestion
 from experiments.suggest.initial import (
     initial_runs,
@@ -49,7 +50,7 @@ from experiments.suggest.initial import (
     screening_size,
     space_filling,
 )
-from experiments.suggest.sequential import augment, steepest_ascent, two_level_split
+from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.suggest.strategies import Bayes
 from experiments.terms import ModelTerms, distinct_levels
 

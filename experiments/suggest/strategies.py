@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments.suggest.augment import augment
 from experiments.suggest.base import Plan, Strategy
 from experiments.suggest.bayes import bayes
 from experiments.suggest.initial import initial_runs, space_filling
-from experiments.suggest.sequential import augment, replicate_incumbent, steepest_ascent
+from experiments.suggest.replicate import replicate_incumbent
+from experiments.suggest.steepest_ascent import steepest_ascent
 
 
 class Augment(Strategy):

@@ -13,7 +13,9 @@ from experiments.designs import plan
 from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
-from experiments.suggest.sequential import augment, replicate_incumbent, steepest_ascent
+from experiments.suggest.augment import augment
+from experiments.suggest.replicate import replicate_incumbent
+from experiments.suggest.steepest_ascent import steepest_ascent
 
 
 def space_of(*factors: dict) -> FactorSpace:
