@@ -87,8 +87,8 @@ def test_a_simulated_trial_stops_when_cancelled_while_it_runs():
         TargetSpec(name="slow", kind="simulated", settings={"seconds_per_trial": 30})
     )
     cancel = threading.Event()
+    began = time.monotonic()  # before the timer starts, or a slow start makes it look early
     threading.Timer(0.3, cancel.set).start()
-    began = time.monotonic()
     with pytest.raises(TrialCancelledError):
         target.run({}, run_key=1, cancel=cancel)
     assert 0.3 <= time.monotonic() - began < 2

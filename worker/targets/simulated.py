@@ -100,7 +100,7 @@ import itertools
 import math
 import numbers
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -209,6 +209,57 @@ def _queue(rho: FloatArray) -> tuple[FloatArray, FloatArray]:
     return powers[..., -1] / total, (powers * np.arange(FC_LIMIT + 1)).sum(axis=-1) / total
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where the connections are: client i talks to node i mod n, so r nodes serve q + 1
+    clients and the other n - r serve q (two classes of nodes, last axis)."""
+
+    connections: FloatArray
+    class_nodes: FloatArray
+    class_conn: FloatArray
+
+    @classmethod
+    def of(cls, n: FloatArray, c: FloatArray, t: FloatArray) -> _Layout:
+        q = np.floor(c / n)
+        r = c - q * n
+        return cls(
+            connections=c * t,
+            class_nodes=np.stack([r, n - r], axis=-1),
+            class_conn=np.stack([(q + 1.0) * t, q * t], axis=-1),
+        )
+
+    @property
+    def remote_share(self) -> FloatArray:
+        """The share of the cluster's connections on other nodes than each class's node."""
+        return 1.0 - self.class_conn / self.connections[..., None]
+
+
+@dataclass(frozen=True)
+class _Costs:
+    """Milliseconds per transaction: executing it, applying it on a peer, certifying and
+    committing it (with the serialized part of that), and its whole service time."""
+
+    exec_ms: FloatArray
+    apply_ms: FloatArray
+    commit_ms: FloatArray
+    serial_ms: FloatArray
+    service_ms: FloatArray
+
+    @classmethod
+    def of(cls, peers: FloatArray, w: FloatArray, k: Calibration) -> _Costs:
+        replicated = _replicated_share(w)
+        reference_units = _cost_units(REFERENCE_WRITE_SHARE, k)
+        exec_ms = k.cpu_ms * _cost_units(w, k) / reference_units
+        commit_ms = replicated * k.commit_ms_per_peer * peers
+        return cls(
+            exec_ms=exec_ms,
+            apply_ms=k.cpu_ms * k.apply_cost * STATEMENTS_PER_TRX * w / reference_units,
+            commit_ms=commit_ms,
+            serial_ms=replicated * (k.serial_ms + k.serial_ms_per_peer * peers),
+            service_ms=k.wait_ms + exec_ms + commit_ms,
+        )
+
+
 def _solve(
     nodes: ArrayLike,
     clients: ArrayLike,
@@ -219,56 +270,14 @@ def _solve(
     k: Calibration = CALIBRATION,
 ) -> _Solution:
     """Solve the model for arrays of (validated) configurations."""
+    arrays = (nodes, clients, threads_per_client, wsrep_slave_threads, runtime_s, write_share)
     n, c, t, s, runtime, w = np.broadcast_arrays(
-        *(
-            np.asarray(value, dtype=np.float64)
-            for value in (
-                nodes,
-                clients,
-                threads_per_client,
-                wsrep_slave_threads,
-                runtime_s,
-                write_share,
-            )
-        )
+        *(np.asarray(value, dtype=np.float64) for value in arrays)
     )
-    peers = n - 1.0
-    connections = c * t
-    # Client i talks to node i mod n: r nodes serve q + 1 clients, the other n - r serve q.
-    q = np.floor(c / n)
-    r = c - q * n
-    class_nodes = np.stack([r, n - r], axis=-1)
-    class_conn = np.stack([(q + 1.0) * t, q * t], axis=-1)
-    remote_share = 1.0 - class_conn / connections[..., None]
-
-    replicated = _replicated_share(w)
-    reference_units = _cost_units(REFERENCE_WRITE_SHARE, k)
-    exec_ms = k.cpu_ms * _cost_units(w, k) / reference_units
-    apply_ms = k.cpu_ms * k.apply_cost * STATEMENTS_PER_TRX * w / reference_units
-    commit_ms = replicated * k.commit_ms_per_peer * peers
-    serial_ms = replicated * (k.serial_ms + k.serial_ms_per_peer * peers)
-    service_ms = k.wait_ms + exec_ms + commit_ms
-    # Universal Scalability Law: contention among all N connections of the cluster (they share
-    # the serialized certification and commit path), coherency among the node's own threads.
-    per_connection = (1000.0 / service_ms) / (1.0 + serial_ms / service_ms * (connections - 1.0))
-    node_coherency = 1.0 + k.coherency * class_conn * np.maximum(class_conn - 1.0, 0.0)
-    offered = per_connection[..., None] * class_conn / node_coherency
-    cpu_ms_per_s = 1000.0 * VCPUS_PER_NODE
-    applier_ms_per_s = 1000.0 * np.minimum(s, VCPUS_PER_NODE)
-
-    def attempts(total: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The attempt rate the cluster sustains if it runs `total`, and the appliers' load."""
-        apply_load = total[..., None] * remote_share * apply_ms[..., None]
-        capacity = np.maximum(cpu_ms_per_s - apply_load, 1e-9) / exec_ms[..., None]
-        served = offered / (1.0 + (offered / capacity) ** k.knee) ** (1.0 / k.knee)
-        # Appliers share the node's CPUs with local transactions (processor sharing).
-        busy = np.minimum((served * exec_ms[..., None] + apply_load) / cpu_ms_per_s, 1.0 - 1e-6)
-        rho = apply_load / (applier_ms_per_s[..., None] * (1.0 - busy))
-        running = np.prod((1.0 - _queue(rho)[0]) ** class_nodes, axis=-1)
-        return (served * class_nodes).sum(axis=-1) * running, rho
-
+    layout, costs = _Layout.of(n, c, t), _Costs.of(n - 1.0, w, k)
+    attempts = _attempts(layout, costs, s, k)
     # attempts(X) falls as X rises (more apply load, more flow control): bisect X = attempts(X).
-    low = np.zeros_like(connections)
+    low = np.zeros_like(layout.connections)
     high = attempts(low)[0]
     for _ in range(60):
         mid = 0.5 * (low + high)
@@ -276,24 +285,51 @@ def _solve(
         low = np.where(above, mid, low)
         high = np.where(above, high, mid)
     rate = 0.5 * (low + high)
-
-    conn_share = class_conn / connections[..., None]
-    remote_writers = connections * (1.0 - (class_nodes * conn_share**2).sum(axis=-1))
+    conn_share = layout.class_conn / layout.connections[..., None]
+    remote_writers = layout.connections * (1.0 - (layout.class_nodes * conn_share**2).sum(-1))
     # Each attempt conflicts with probability p = 1 - exp(-x) and is retried until it commits:
     # p / (1 - p) = exp(x) - 1 failed attempts per committed transaction.
     retries = np.expm1(k.conflict * w**2 * remote_writers)
     return _Solution(
         fast_tps=rate / (1.0 + retries) / (1.0 + k.slave_thread_cost * np.log2(s)),
-        connections=connections,
+        connections=layout.connections,
         nodes=n,
-        service_ms=service_ms,
-        window_ms=commit_ms + serial_ms,
+        service_ms=costs.service_ms,
+        window_ms=costs.commit_ms + costs.serial_ms,
         retries=retries,
         apply_rho=attempts(rate)[1],
-        class_nodes=class_nodes,
+        class_nodes=layout.class_nodes,
         runtime_s=runtime,
         fast_s=np.minimum(runtime, k.stall_after_s),
     )
+
+
+def _attempts(
+    layout: _Layout, costs: _Costs, slave_threads: FloatArray, k: Calibration
+) -> Callable[[FloatArray], tuple[FloatArray, FloatArray]]:
+    """The attempt rate the cluster sustains if it runs a given total, and the appliers' load."""
+    connections, class_conn = layout.connections, layout.class_conn
+    # Universal Scalability Law: contention among all N connections of the cluster (they share
+    # the serialized certification and commit path), coherency among the node's own threads.
+    service_ms, serial_ms = costs.service_ms, costs.serial_ms
+    per_connection = (1000.0 / service_ms) / (1.0 + serial_ms / service_ms * (connections - 1.0))
+    node_coherency = 1.0 + k.coherency * class_conn * np.maximum(class_conn - 1.0, 0.0)
+    offered = per_connection[..., None] * class_conn / node_coherency
+    cpu_ms_per_s = 1000.0 * VCPUS_PER_NODE
+    applier_ms_per_s = 1000.0 * np.minimum(slave_threads, VCPUS_PER_NODE)
+    exec_ms = costs.exec_ms[..., None]
+
+    def attempts(total: FloatArray) -> tuple[FloatArray, FloatArray]:
+        apply_load = total[..., None] * layout.remote_share * costs.apply_ms[..., None]
+        capacity = np.maximum(cpu_ms_per_s - apply_load, 1e-9) / exec_ms
+        served = offered / (1.0 + (offered / capacity) ** k.knee) ** (1.0 / k.knee)
+        # Appliers share the node's CPUs with local transactions (processor sharing).
+        busy = np.minimum((served * exec_ms + apply_load) / cpu_ms_per_s, 1.0 - 1e-6)
+        rho = apply_load / (applier_ms_per_s[..., None] * (1.0 - busy))
+        running = np.prod((1.0 - _queue(rho)[0]) ** layout.class_nodes, axis=-1)
+        return (served * layout.class_nodes).sum(axis=-1) * running, rho
+
+    return attempts
 
 
 def _responses(
