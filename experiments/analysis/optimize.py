@@ -18,10 +18,10 @@ the overall desirability is their (importance-weighted) geometric mean.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +29,8 @@ from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import GOALS, check_goal
-from experiments.lattice import MAX_LATTICE, lattice_size
-from experiments.terms import factor_columns
+from experiments.lattice import MAX_LATTICE
+from experiments.lattice_search import Found, Lattice, search
 
 __all__ = [
     "DESIRABILITY_GOALS",
@@ -48,11 +48,6 @@ __all__ = [
 
 DESIRABILITY_GOALS: tuple[str, ...] = ("maximize", "minimize", "target")
 BOUND_OPERATORS: tuple[str, ...] = ("<=", ">=")
-# Lattice points predicted at once, to bound memory.
-_CHUNK = 20_000
-# Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
-_JOINT_NEIGHBOURS = 6
-_MAX_MOVES = 10_000
 
 # Main-effect columns (one row per point) -> one prediction per row.
 Predictor = Callable[[np.ndarray], np.ndarray]
@@ -249,20 +244,14 @@ def best_configuration(
         return sign * _predicted(predict, mains)
 
     problem = _Problem(space, candidates, objective, bounds, constraints, region)
-    best, search, moves, checked = problem.solve(starts)
-    mains = problem.mains_of([best])
+    found, mains = problem.solve(starts)
     predictions = {response: float(_predicted(predict, mains)[0])}
     predictions |= {b.response: float(_predicted(b.predict, mains)[0]) for b in bounds}
     return OptimumSearch(
-        config=problem.config_of(best),
         score=predictions[response],
         predictions=predictions,
         desirabilities={},
-        feasible_candidates=problem.feasible,
-        searched=problem.searched,
-        search=search,
-        neighbours_checked=checked,
-        neighbour_moves=moves,
+        **_how(problem, found),
     )
 
 
@@ -294,8 +283,7 @@ def most_desirable(
         return np.asarray(overall_desirability(d, importances))
 
     problem = _Problem(space, candidates, objective, bounds, constraints, region)
-    best, search, moves, checked = problem.solve(starts)
-    mains = problem.mains_of([best])
+    found, mains = problem.solve(starts)
     predictions = {g.response: float(_predicted(g.predict, mains)[0]) for g in goals}
     predictions |= {b.response: float(_predicted(b.predict, mains)[0]) for b in bounds}
     score = float(objective(mains)[0])
@@ -308,20 +296,17 @@ def most_desirable(
             + "): the overall desirability is 0 everywhere",
         )
     return OptimumSearch(
-        config=problem.config_of(best),
         score=score,
         predictions=predictions,
         desirabilities={g.response: float(g.of(predictions[g.response])) for g in goals},
-        feasible_candidates=problem.feasible,
-        searched=problem.searched,
-        search=search,
-        neighbours_checked=checked,
-        neighbour_moves=moves,
+        **_how(problem, found),
     )
 
 
 class _Problem:
-    """Scores candidate points (higher is better, -inf when infeasible) and searches them."""
+    """Scores lattice points for the shared search (higher is better, -inf when infeasible),
+    noting what a refusal needs to say: whether any point met the factor constraints, and the
+    best prediction of each bounded response among those that did."""
 
     def __init__(
         self,
@@ -334,67 +319,33 @@ class _Problem:
     ) -> None:
         self.space = space
         self.region = region
-        self.candidates = _checked_candidates(space, candidates)
+        self.lattice = Lattice(space, candidates)
         self.objective = objective
         self.bounds = list(bounds)
         self.constraints = list(constraints)
-        self.blocks = [
-            factor_columns(f, values)
-            for f, values in zip(space.factors, self.candidates, strict=True)
-        ]
-        self.natural = [np.array(values, dtype=object) for values in self.candidates]
-        self.coded = [
-            np.array([f.encode(v) for v in values], dtype=float)
-            for f, values in zip(space.factors, self.candidates, strict=True)
-        ]
-        self.sizes = [len(values) for values in self.candidates]
-        self.searched = 0
-        self.feasible = 0
         self.allowed = 0  # evaluations meeting the factor constraints (words the failure)
-        # Best prediction of each bounded response among points meeting the factor constraints.
         self.closest = [math.nan] * len(self.bounds)
-        self._seen: set[tuple[int, ...]] = set()
 
-    def solve(self, starts: Sequence[Mapping[str, Value]]) -> tuple[list[int], str, int, bool]:
-        """(best lattice index, search kind, neighbour moves, whether neighbours were checked);
-        the best point is returned as an index into the candidates, neighbours included."""
-        if lattice_size(self.candidates) <= MAX_LATTICE:
-            best, search = self._lattice(), "lattice"
-        else:
-            seeds = [
-                [
-                    values.index(s[f.name])
-                    for f, values in zip(self.space.factors, self.candidates, strict=True)
-                ]
-                for s in starts
-                if all(
-                    s.get(f.name) in values
-                    for f, values in zip(self.space.factors, self.candidates, strict=True)
-                )
-            ]
-            best, search = self._coordinate([[0] * len(self.sizes), *seeds]), "coordinate"
-        counts = (self.searched, self.feasible)
-        feasible = np.isfinite(self.score_index(np.array([best]))[0])
-        self.searched, self.feasible = counts
-        if not feasible:
-            self._refuse(search)
-        return (best, search, *self._neighbours(best))
+    def solve(self, starts: Sequence[Mapping[str, Value]]) -> tuple[Found, np.ndarray]:
+        """The best point found and its main-effect columns; raises DomainError when it is
+        infeasible (nothing in the region meets every constraint)."""
+        seeds = [i for i in (self.lattice.index_of(s) for s in starts) if i is not None]
+        found = search(self.lattice, self.score, budget=MAX_LATTICE, starts=seeds)
+        if not np.isfinite(found.score):
+            self._refuse(found.search)
+        return found, self.lattice.mains(np.array([found.index]))
 
-    def score_index(self, index: np.ndarray) -> np.ndarray:
+    def score(self, index: np.ndarray) -> np.ndarray:
         """Scores of lattice points given as rows of per-factor candidate indices."""
-        mains = np.hstack([block[index[:, f]] for f, block in enumerate(self.blocks)])
-        rows = np.column_stack([levels[index[:, f]] for f, levels in enumerate(self.natural)])
-        coded = np.column_stack([levels[index[:, f]] for f, levels in enumerate(self.coded)])
-        return self._score(mains, rows, coded)
-
-    def _score(self, mains: np.ndarray, rows: np.ndarray, coded: np.ndarray) -> np.ndarray:
+        rows = self.lattice.natural(index)
         allowed = (
             satisfied_rows(self.constraints, self.space, rows)
             if self.constraints
             else np.ones(len(rows), dtype=bool)
         )
         if self.region is not None:
-            allowed &= self.region(coded)
+            allowed &= self.region(self.lattice.coded(index))
+        mains = self.lattice.mains(index)
         feasible = allowed.copy()
         for b, bound in enumerate(self.bounds):
             predicted = _predicted(bound.predict, mains)
@@ -406,126 +357,9 @@ class _Problem:
                 self.closest[b] = best
             feasible &= bound.met(predicted)
         self.allowed += int(allowed.sum())
-        self.feasible += int(feasible.sum())
-        self.searched += len(rows)
         if not feasible.any():
             return np.full(len(rows), -np.inf)
         return np.where(feasible, self.objective(mains), -np.inf)
-
-    def _lattice(self) -> list[int]:
-        total = math.prod(self.sizes)
-        best_score, best = -math.inf, 0
-        for start in range(0, total, _CHUNK):
-            flat = np.arange(start, min(start + _CHUNK, total))
-            scores = self.score_index(np.column_stack(np.unravel_index(flat, self.sizes)))
-            if scores.max() > best_score:
-                best_score, best = float(scores.max()), int(flat[scores.argmax()])
-        return [int(i) for i in np.unravel_index(best, self.sizes)]
-
-    def _distinct_scores(self, rows: np.ndarray) -> np.ndarray:
-        """Scores of lattice points, counting each point once however often it is visited."""
-        new = [i for i, row in enumerate(rows) if tuple(int(v) for v in row) not in self._seen]
-        searched, feasible = self.searched, self.feasible
-        scores = self.score_index(rows)
-        self.searched = searched + len(new)
-        self.feasible = feasible + int(np.isfinite(scores[new]).sum())
-        self._seen.update(tuple(int(v) for v in row) for row in rows)
-        return scores
-
-    def _coordinate(self, starts: list[list[int]]) -> list[int]:
-        """Best of the local optima reached by improving one factor at a time from each start."""
-        best_score, best = -math.inf, starts[0]
-        for start in starts:
-            index = list(start)
-            improved = True
-            while improved:
-                improved = False
-                for f, size in enumerate(self.sizes):
-                    rows = np.tile(index, (size, 1))
-                    rows[:, f] = np.arange(size)
-                    scores = self._distinct_scores(rows)
-                    if scores.max() > scores[index[f]]:
-                        index[f], improved = int(scores.argmax()), True
-            current = float(self._distinct_scores(np.array([index]))[0])
-            if current > best_score:
-                best_score, best = current, index
-        return best
-
-    def _neighbours(self, best: list[int]) -> tuple[int, bool]:
-        """Move the best point to a better integer neighbour until none is better.
-
-        New integer values are appended to the candidates so the point stays an index.
-        """
-        integer = [
-            i for i, f in enumerate(self.space.factors) if f.kind == "integer" and f.levels is None
-        ]
-        if not integer:
-            return 0, False
-        if len(integer) <= _JOINT_NEIGHBOURS:
-            steps = [s for s in itertools.product((-1, 0, 1), repeat=len(integer)) if any(s)]
-        else:
-            steps = [
-                tuple(sign * (j == k) for j in range(len(integer)))
-                for k in range(len(integer))
-                for sign in (-1, 1)
-            ]
-        point = [self.candidates[f][i] for f, i in enumerate(best)]
-        counts = (self.searched, self.feasible)
-        current = self._score_points([point])[0]
-        moves = 0
-        while moves < _MAX_MOVES:
-            neighbours = []
-            for step in steps:
-                moved = list(point)
-                for f, delta in zip(integer, step, strict=True):
-                    moved[f] = int(point[f]) + delta
-                if all(
-                    self.space.factors[f].bounds[0] <= moved[f] <= self.space.factors[f].bounds[1]
-                    for f in integer
-                ):
-                    neighbours.append(moved)
-            scores = self._score_points(neighbours)
-            top = int(scores.argmax())
-            if not scores[top] > current + 1e-12 * max(1.0, abs(current)):
-                break
-            point, current, moves = neighbours[top], float(scores[top]), moves + 1
-        self.searched, self.feasible = counts
-        for f in integer:
-            if point[f] not in self.candidates[f]:
-                self._add_candidate(f, point[f])
-        best[:] = [self.candidates[f].index(v) for f, v in enumerate(point)]
-        return moves, True
-
-    def _score_points(self, points: list[list[Value]]) -> np.ndarray:
-        if not points:
-            return np.array([-np.inf])
-        mains = np.hstack(
-            [factor_columns(f, [p[i] for p in points]) for i, f in enumerate(self.space.factors)]
-        )
-        coded = np.array(
-            [[f.encode(p[i]) for i, f in enumerate(self.space.factors)] for p in points],
-            dtype=float,
-        )
-        return self._score(mains, np.array(points, dtype=object), coded)
-
-    def _add_candidate(self, f: int, value: Value) -> None:
-        self.candidates[f].append(value)
-        self.blocks[f] = factor_columns(self.space.factors[f], self.candidates[f])
-        self.coded[f] = np.append(self.coded[f], self.space.factors[f].encode(value))
-        self.natural[f] = np.array(self.candidates[f], dtype=object)
-
-    def mains_of(self, indices: list[list[int]]) -> np.ndarray:
-        """Main-effect columns of lattice points given as per-factor candidate indices."""
-        return np.hstack(
-            [block[[index[f] for index in indices]] for f, block in enumerate(self.blocks)]
-        )
-
-    def config_of(self, index: list[int]) -> Config:
-        """The natural configuration of a lattice point."""
-        return {
-            f.name: self.candidates[f_i][i]
-            for f_i, (f, i) in enumerate(zip(self.space.factors, index, strict=True))
-        }
 
     def _refuse(self, search: str) -> None:
         if self.allowed == 0:
@@ -553,18 +387,16 @@ class _Problem:
         )
 
 
-def _checked_candidates(
-    space: FactorSpace, candidates: Sequence[Sequence[Value]]
-) -> list[list[Value]]:
-    if len(candidates) != len(space.factors):
-        raise DomainError("candidates", f"one list of values per factor ({len(space)})")
-    checked = []
-    for factor, values in zip(space.factors, candidates, strict=True):
-        if not values:
-            raise DomainError(f"candidates.{factor.name}", "needs at least one value")
-        normalized = [factor.check_value(v) for v in values]
-        checked.append(list(dict.fromkeys(normalized)))
-    return checked
+def _how(problem: _Problem, found: Found) -> dict[str, Any]:
+    """The fields of an OptimumSearch that say where the optimum is and how it was found."""
+    return {
+        "config": problem.lattice.config(found.index),
+        "feasible_candidates": found.feasible,
+        "searched": found.searched,
+        "search": found.search,
+        "neighbours_checked": found.neighbours_checked,
+        "neighbour_moves": found.moves,
+    }
 
 
 def check_desirability(

@@ -10,12 +10,13 @@ on the negated values. The incumbent is the best *predicted* mean at an observed
 not the best measurement, so one lucky noisy run does not make every honest candidate look
 hopeless (the "plug-in" EI for noisy observations, Picheny et al. 2013).
 
-Candidates are the whole lattice of `experiments.lattice` (every integer of an integer factor)
-when it has at most `MAX_SCORED` points and includes every integer, so integer optima are found
-exactly; otherwise a seeded scrambled Sobol set snapped to the factors' levels. Either way the
-ten best points are then refined by local moves (+-1 on an integer factor, the next explicit
-level, another category, a shrinking coded step on a continuous factor), so integer factors are
-searched on their own lattice, never rounded after the fact.
+Candidates are the lattice of `experiments.lattice` (every integer of an integer factor while it
+stays small, else a coarse grid, plus the observed values), searched by the same
+`experiments.lattice_search` as the optimum of a fitted model: whole when it has at most
+`MAX_SCORED` points, else coordinate-wise from the ten best of a seeded scrambled Sobol set
+snapped to it; the best point is then checked against its integer neighbours (+-1, off the grid
+too), so integer factors are searched on their own values, never rounded after the fact.
+Continuous factors are searched on the grid's 21 settings and the observed values.
 
 Limits on other responses (``latency_p95_ms <= 50``): each limited response gets a Gaussian
 process of its own, and EI is multiplied by the probability that every limit is met (Gardner et
@@ -58,28 +59,19 @@ from threadpoolctl import threadpool_limits
 
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
-from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import check_goal
-from experiments.lattice import (
-    candidate_values,
-    has_every_integer,
-    lattice_points,
-    lattice_size,
-)
+from experiments.lattice import candidate_values
+from experiments.lattice_search import Lattice, search
 from experiments.numbers import describe_config, format_value
 from experiments.suggest.base import Limit, Suggestion
 
 __all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "predict"]
 
 # The lattice is scored whole up to this many points (expected improvement is costly), else
-# quasi-random candidates are used.
+# searched coordinate-wise from the best quasi-random starts.
 MAX_SCORED = 20_000
-# Points whose neighbourhoods are searched after the first pass, and rounds of that search.
-_REFINE_TOP = 10
-_REFINE_ROUNDS = 40
-# First coded step of a continuous factor in the local search, and the step it stops below.
-_STEP = 0.1
-_MIN_STEP = 0.005
+_STARTS = 10
 _RESTARTS = 2
 # Length scales in coded units: shorter than a tenth of a coded unit means wiggles finer than
 # the spacing of most integer lattices; the prior's mean and sd are of log(length scale).
@@ -443,25 +435,30 @@ class _Encoder:
         self._cache: list[dict[Value, float]] = [{} for _ in space.factors]
 
     def features(self, rows: Sequence[Sequence[Value]]) -> np.ndarray:
-        columns: list[np.ndarray] = []
-        for i, factor in enumerate(self.factors):
-            values = [row[i] for row in rows]
-            if factor.kind == "categorical":
-                levels = list(factor.levels or ())
-                onehot = np.zeros((len(rows), len(levels)))
-                onehot[np.arange(len(rows)), [levels.index(v) for v in values]] = 1.0
-                columns.append(onehot)
-                continue
-            cache = self._cache[i]
-            for v in values:
-                if v not in cache:
-                    cache[v] = factor.encode(v)
-            columns.append(np.array([cache[v] for v in values], dtype=float)[:, None])
-        return np.hstack(columns)
+        """The feature rows of natural rows."""
+        return np.hstack(
+            [self.block(i, [row[i] for row in rows]) for i in range(len(self.factors))]
+        )
+
+    def block(self, i: int, values: Sequence[Value]) -> np.ndarray:
+        """The feature columns of factor `i` for these values."""
+        factor = self.factors[i]
+        if factor.kind == "categorical":
+            levels = list(factor.levels or ())
+            onehot = np.zeros((len(values), len(levels)))
+            onehot[np.arange(len(values)), [levels.index(v) for v in values]] = 1.0
+            return onehot
+        cache = self._cache[i]
+        for v in values:
+            if v not in cache:
+                cache[v] = factor.encode(v)
+        return np.array([cache[v] for v in values], dtype=float)[:, None]
 
 
 class _Pool:
-    """Candidate points and the search for the one of highest expected improvement."""
+    """The candidate lattice, searched for the point of highest expected improvement: whole
+    when it has at most MAX_SCORED points, else coordinate-wise from the best of `size`
+    quasi-random points snapped to it."""
 
     def __init__(
         self,
@@ -475,130 +472,75 @@ class _Pool:
         self.space = space
         self.encoder = encoder
         self.constraints = list(constraints)
-        lattice = candidate_values(space, observed)
-        if has_every_integer(space, lattice) and lattice_size(lattice) <= MAX_SCORED:
-            rows = lattice_points(lattice)
-            self.search = "lattice"
+        self.lattice = Lattice(space, candidate_values(space, observed))
+        if self.lattice.size <= MAX_SCORED:
+            # The whole lattice is scored: no starts, only a check for an allowed point.
+            self.starts = np.empty((0, len(space)), dtype=int)
+            flat = np.arange(self.lattice.size)
+            checked = np.column_stack(np.unravel_index(flat, self.lattice.sizes))
         else:
-            rows = _sobol(space, size, seed)
-            self.search = "sobol"
-        rows = self._allowed(_unique(rows))
-        if not rows:
+            self.starts = np.unique(np.array(_sobol(self.lattice, size, seed)), axis=0)
+            checked = self.starts
+        if not self._allowed(self.lattice.natural(checked)).any():
             raise DomainError(
                 "constraints", "no configuration of the region meets every constraint"
             )
-        self.rows = rows
-        self.x = encoder.features(rows)
 
-    def _allowed(self, rows: list[list[Value]]) -> list[list[Value]]:
-        if not self.constraints or not rows:
-            return rows
-        mask = satisfied_rows(self.constraints, self.space, np.array(rows, dtype=object))
-        return [r for r, ok in zip(rows, mask, strict=True) if ok]
+    def _config(self, key: tuple[Value, ...]) -> Config:
+        return dict(zip(self.space.names, key, strict=True))
+
+    def _allowed(self, rows: np.ndarray) -> np.ndarray:
+        if not self.constraints:
+            return np.ones(len(rows), dtype=bool)
+        return satisfied_rows(self.constraints, self.space, rows)
 
     def best(
         self, score: Callable[[np.ndarray], np.ndarray], excluded: set[tuple[Value, ...]]
     ) -> tuple[list[Value], float] | None:
-        """The candidate of highest score after local refinement, or None when none is left."""
-        keep = [i for i, r in enumerate(self.rows) if tuple(r) not in excluded]
-        if not keep:
+        """The allowed, not excluded point of highest score, or None when none is left."""
+
+        blocks: dict[int, np.ndarray] = {}
+        excluded_index = [i for i in map(self.lattice.index_of, map(self._config, excluded)) if i]
+
+        def features(index: np.ndarray) -> np.ndarray:
+            # Per factor, the features of every candidate value, gathered by index (the
+            # lattice only grows, so a block is rebuilt when its factor gained values).
+            for f, values in enumerate(self.lattice.values):
+                if len(blocks.get(f, ())) != len(values):
+                    blocks[f] = self.encoder.block(f, values)
+            return np.hstack([blocks[f][index[:, f]] for f in range(len(blocks))])
+
+        def scored(index: np.ndarray) -> np.ndarray:
+            keep = self._allowed(self.lattice.natural(index)) & ~_rows_in(index, excluded_index)
+            scores = np.full(len(index), -np.inf)
+            if keep.any():
+                scores[keep] = score(features(index[keep]))
+            return scores
+
+        starts: list[list[int]] = []
+        if len(self.starts):
+            ranked = np.argsort(-scored(self.starts), kind="stable")[:_STARTS]
+            starts = [[int(i) for i in self.starts[r]] for r in ranked]
+        found = search(self.lattice, scored, budget=MAX_SCORED, starts=starts)
+        if not np.isfinite(found.score):
             return None
-        rows = [self.rows[i] for i in keep]
-        scores = score(self.x[keep])
-        order = np.argsort(-scores, kind="stable")[:_REFINE_TOP]
-        top = {tuple(rows[i]): float(scores[i]) for i in order}
-        seen = set(top) | excluded
-        step = _STEP
-        for _ in range(_REFINE_ROUNDS):
-            moves = self._allowed(
-                [
-                    m
-                    for r in top
-                    for m in _neighbours(self.space, list(r), step)
-                    if tuple(m) not in seen
-                ]
-            )
-            moves = _unique(moves)
-            seen.update(tuple(m) for m in moves)
-            before = max(top.values())
-            if moves:
-                found = score(self.encoder.features(moves))
-                top.update({tuple(m): float(s) for m, s in zip(moves, found, strict=True)})
-                top = dict(sorted(top.items(), key=lambda kv: -kv[1])[:_REFINE_TOP])
-            if max(top.values()) <= before:
-                if step <= _MIN_STEP or not _has_continuous(self.space):
-                    break
-                step /= 2.0  # no better neighbour: look closer on continuous factors
-        row, best = max(top.items(), key=lambda kv: kv[1])
-        return list(row), best
+        return list(self.lattice.config(found.index).values()), found.score
 
 
-def _has_continuous(space: FactorSpace) -> bool:
-    return any(f.kind == "continuous" and f.levels is None for f in space.factors)
+def _rows_in(index: np.ndarray, rows: list[list[int]]) -> np.ndarray:
+    """Which rows of `index` are among `rows`."""
+    if not rows:
+        return np.zeros(len(index), dtype=bool)
+    return (index[:, None, :] == np.array(rows)[None, :, :]).all(axis=2).any(axis=1)
 
 
-def _neighbours(space: FactorSpace, row: list[Value], step: float) -> list[list[Value]]:
-    """Rows one move away on one factor, all inside the region."""
-    out: list[list[Value]] = []
-    for i, factor in enumerate(space.factors):
-        for value in _moves(factor, row[i], step):
-            moved = list(row)
-            moved[i] = value
-            out.append(moved)
-    return out
-
-
-def _moves(factor: Factor, value: Value, step: float) -> list[Value]:
-    if factor.kind == "categorical":
-        return [v for v in factor.levels or () if v != value]
-    if factor.levels is not None:
-        levels = sorted(factor.check_value(v) for v in factor.levels)
-        i = levels.index(value)
-        return [levels[j] for j in (i - 1, i + 1) if 0 <= j < len(levels)]
-    low, high = factor.bounds
-    if factor.kind == "integer":
-        return [v for v in (int(value) - 1, int(value) + 1) if low <= v <= high]
-    coded = factor.encode(value)
-    return [_continuous(factor, c) for c in (coded - step, coded + step) if -1.0 <= c <= 1.0]
-
-
-def _continuous(factor: Factor, coded: float) -> float:
-    # Why the clip: 2 ** log2(x) can land a rounding error outside the range near its ends.
-    low, high = factor.bounds
-    return float(min(max(float(factor.decode(coded)), low), high))
-
-
-def _sobol(space: FactorSpace, size: int, seed: int) -> list[list[Value]]:
-    """Scrambled Sobol points snapped to integers, explicit levels and categories."""
-    sampler = qmc.Sobol(d=len(space), scramble=True, seed=seed)
+def _sobol(lattice: Lattice, size: int, seed: int) -> list[list[int]]:
+    """Scrambled Sobol points of the coded region, each snapped to its nearest lattice point."""
+    sampler = qmc.Sobol(d=len(lattice.sizes), scramble=True, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a count not a power of two is fine here
         unit = sampler.random(size)
-    rows: list[list[Value]] = []
-    for u in unit:
-        row: list[Value] = []
-        for factor, p in zip(space.factors, u, strict=True):
-            row.append(_snap(factor, float(p)))
-        rows.append(row)
-    return rows
-
-
-def _snap(factor: Factor, p: float) -> Value:
-    """A point of [0, 1) -> a valid value of the factor."""
-    if factor.kind == "categorical":
-        levels = factor.levels or ()
-        return levels[min(int(p * len(levels)), len(levels) - 1)]
-    coded = 2.0 * p - 1.0
-    if factor.levels is not None:
-        levels = [factor.check_value(v) for v in factor.levels]
-        return min(levels, key=lambda v: abs(factor.encode(v) - coded))
-    if factor.kind == "integer":
-        return factor.decode(coded)
-    return _continuous(factor, coded)
-
-
-def _unique(rows: list[list[Value]]) -> list[list[Value]]:
-    return [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
+    return [lattice.nearest(2.0 * u - 1.0) for u in unit]
 
 
 def _key(space: FactorSpace, config: Mapping[str, Value]) -> tuple[Value, ...]:

@@ -1,0 +1,271 @@
+"""The one search for the best point of a lattice of candidate values per factor
+(`experiments.lattice`), serving both the optimum of a fitted model (`analysis.optimize`,
+scoring OLS predictions) and Bayesian optimization (`suggest.bayes`, scoring expected
+improvement).
+
+A caller scores points given as rows of per-factor candidate indices (higher is better, -inf
+where a point is infeasible or excluded) and says how many points it can afford to score. The
+search scores the whole lattice when it is within that budget, else improves one factor at a
+time from the caller's starts (exact for a linear model only). It then checks the best point
+against its integer neighbours (+-1 on each integer factor, every combination up to
+`_JOINT_NEIGHBOURS` integer factors, else one factor at a time) and moves to a better neighbour
+until none is better; a neighbour off the lattice (a coarse grid) is added to it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from experiments.errors import DomainError
+from experiments.factors import Config, FactorSpace, Value
+from experiments.terms import factor_columns
+
+# Lattice points scored at once, to bound memory.
+_CHUNK = 20_000
+# Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
+_JOINT_NEIGHBOURS = 6
+_MAX_MOVES = 10_000
+
+# Rows of per-factor candidate indices -> one score per row (higher is better, -inf infeasible).
+Score = Callable[[np.ndarray], np.ndarray]
+
+
+class Lattice:
+    """Candidate values per factor, with what scorers gather by index: the natural values, the
+    coded values and the main-effect columns. Values are only ever appended, so an index stays
+    valid while the search adds integer neighbours."""
+
+    def __init__(self, space: FactorSpace, candidates: Sequence[Sequence[Value]]) -> None:
+        if len(candidates) != len(space.factors):
+            raise DomainError("candidates", f"one list of values per factor ({len(space)})")
+        self.space = space
+        self.values: list[list[Value]] = []
+        for factor, values in zip(space.factors, candidates, strict=True):
+            if not values:
+                raise DomainError(f"candidates.{factor.name}", "needs at least one value")
+            self.values.append(list(dict.fromkeys(factor.check_value(v) for v in values)))
+        arrays = [self._arrays(f) for f in range(len(space.factors))]
+        self._natural = [natural for natural, _, _ in arrays]
+        self._coded = [coded for _, coded, _ in arrays]
+        self._columns = [columns for _, _, columns in arrays]
+
+    @property
+    def sizes(self) -> list[int]:
+        """Candidate values per factor."""
+        return [len(values) for values in self.values]
+
+    @property
+    def size(self) -> int:
+        """Number of points of the lattice."""
+        return math.prod(self.sizes)
+
+    def natural(self, index: np.ndarray) -> np.ndarray:
+        """Natural values (an object array, one column per factor) of the indexed points."""
+        return np.column_stack([values[index[:, f]] for f, values in enumerate(self._natural)])
+
+    def coded(self, index: np.ndarray) -> np.ndarray:
+        """Coded values (one column per factor) of the indexed points."""
+        return np.column_stack([values[index[:, f]] for f, values in enumerate(self._coded)])
+
+    def mains(self, index: np.ndarray) -> np.ndarray:
+        """Main-effect columns (as `experiments.terms.main_columns`) of the indexed points."""
+        return np.hstack([block[index[:, f]] for f, block in enumerate(self._columns)])
+
+    def config(self, index: Sequence[int]) -> Config:
+        """The natural configuration of one point."""
+        return {
+            factor.name: self.values[f][i]
+            for f, (factor, i) in enumerate(zip(self.space.factors, index, strict=True))
+        }
+
+    def index_of(self, config: Mapping[str, Value]) -> list[int] | None:
+        """The point of a configuration, or None when a value is not a candidate."""
+        pairs = list(zip(self.space.names, self.values, strict=True))
+        if any(config.get(name) not in values for name, values in pairs):
+            return None
+        return [values.index(config[name]) for name, values in pairs]
+
+    def nearest(self, coded: Sequence[float]) -> list[int]:
+        """The point nearest a coded position, factor by factor."""
+        pairs = zip(self._coded, coded, strict=True)
+        return [int(np.abs(values - c).argmin()) for values, c in pairs]
+
+    def add(self, f: int, value: Value) -> int:
+        """The index of `value` among factor `f`'s candidates, appended if new."""
+        if value not in self.values[f]:
+            self.values[f].append(value)
+            self._natural[f], self._coded[f], self._columns[f] = self._arrays(f)
+        return self.values[f].index(value)
+
+    def _arrays(self, f: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        factor, values = self.space.factors[f], self.values[f]
+        natural = np.empty(len(values), dtype=object)
+        natural[:] = values
+        coded = np.array([factor.encode(v) for v in values], dtype=float)
+        return natural, coded, factor_columns(factor, values)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The best point a search found, as indices into the lattice's candidates.
+
+    `search` is "lattice" when every point was scored, "coordinate" when the lattice was over
+    budget; `searched` and `feasible` count the distinct points scored and those with a finite
+    score, the neighbour check left out; `moves` counts the steps to better integer neighbours.
+    """
+
+    index: list[int]
+    score: float
+    search: str
+    searched: int
+    feasible: int
+    moves: int
+    neighbours_checked: bool
+
+
+def search(
+    lattice: Lattice, score: Score, *, budget: int, starts: Sequence[Sequence[int]] = ()
+) -> Found:
+    """The best point of the lattice by `score`: the whole lattice when it has at most `budget`
+    points, else coordinate-wise from the first point and each of `starts`; then checked
+    against its integer neighbours."""
+    counter = _Counter(score)
+    if lattice.size <= budget:
+        best, kind = _whole(lattice, counter), "lattice"
+    else:
+        first = [0] * len(lattice.sizes)
+        best, kind = _coordinate(lattice, counter, [first, *starts]), "coordinate"
+    searched = len(counter.seen) if kind == "coordinate" else lattice.size
+    moves, checked = _neighbours(lattice, score, best)
+    return Found(
+        index=best,
+        score=float(score(np.array([best]))[0]),
+        search=kind,
+        searched=searched,
+        feasible=counter.feasible,
+        moves=moves,
+        neighbours_checked=checked,
+    )
+
+
+class _Counter:
+    """Scores points, counting each distinct point and whether it was feasible once."""
+
+    def __init__(self, score: Score) -> None:
+        self.score = score
+        self.seen: set[tuple[int, ...]] = set()
+        self.feasible = 0
+
+    def __call__(self, index: np.ndarray, *, distinct: bool = False) -> np.ndarray:
+        scores = self.score(index)
+        if not distinct:
+            self.feasible += int(np.isfinite(scores).sum())
+            return scores
+        for row, value in zip(index, scores, strict=True):
+            key = tuple(int(v) for v in row)
+            if key not in self.seen:
+                self.seen.add(key)
+                self.feasible += bool(np.isfinite(value))
+        return scores
+
+
+def _whole(lattice: Lattice, counter: _Counter) -> list[int]:
+    sizes, total = lattice.sizes, lattice.size
+    best_score, best = -math.inf, 0
+    for start in range(0, total, _CHUNK):
+        flat = np.arange(start, min(start + _CHUNK, total))
+        scores = counter(np.column_stack(np.unravel_index(flat, sizes)))
+        if scores.max() > best_score:
+            best_score, best = float(scores.max()), int(flat[scores.argmax()])
+    return [int(i) for i in np.unravel_index(best, sizes)]
+
+
+def _coordinate(lattice: Lattice, counter: _Counter, starts: list[list[int]]) -> list[int]:
+    """Best of the local optima reached by improving one factor at a time from each start."""
+    best_score, best = -math.inf, list(starts[0])
+    for start in starts:
+        index = list(start)
+        improved = True
+        while improved:
+            improved = False
+            for f, size in enumerate(lattice.sizes):
+                rows = np.tile(index, (size, 1))
+                rows[:, f] = np.arange(size)
+                scores = counter(rows, distinct=True)
+                if scores.max() > scores[index[f]]:
+                    index[f], improved = int(scores.argmax()), True
+        current = float(counter(np.array([index]), distinct=True)[0])
+        if current > best_score:
+            best_score, best = current, index
+    return best
+
+
+def _neighbours(lattice: Lattice, score: Score, best: list[int]) -> tuple[int, bool]:
+    """Move `best` (in place) to a better integer neighbour until none is better; returns the
+    moves made and whether there was an integer factor to check.
+
+    A pattern search: on a coarse grid the first steps are half the grid's spacing, halved
+    whenever no step improves, so a long way to the integer optimum takes a few dozen moves
+    instead of one move per integer; it ends only when no +-1 neighbour is better.
+    """
+    space = lattice.space
+    integer = [i for i, f in enumerate(space.factors) if f.kind == "integer" and f.levels is None]
+    if not integer:
+        return 0, False
+    if len(integer) <= _JOINT_NEIGHBOURS:
+        signs = [s for s in itertools.product((-1, 0, 1), repeat=len(integer)) if any(s)]
+    else:
+        signs = [
+            tuple(sign * (j == k) for j in range(len(integer)))
+            for k in range(len(integer))
+            for sign in (-1, 1)
+        ]
+    steps = [_half_spacing(lattice.values[f]) for f in integer]
+    current = float(score(np.array([best]))[0])
+    moves = 0
+    while moves < _MAX_MOVES:
+        neighbours = _moved(
+            lattice,
+            best,
+            integer,
+            [[s * d for s, d in zip(sign, steps, strict=True)] for sign in signs],
+        )
+        scores = score(np.array(neighbours)) if neighbours else np.array([-np.inf])
+        top = int(scores.argmax())
+        if scores[top] > current + 1e-12 * max(1.0, abs(current)):
+            best[:], current, moves = neighbours[top], float(scores[top]), moves + 1
+        elif max(steps) > 1:
+            steps = [max(1, step // 2) for step in steps]
+        else:
+            break
+    return moves, True
+
+
+def _half_spacing(values: Sequence[Value]) -> int:
+    """Half the widest gap between neighbouring candidate values, at least 1."""
+    ordered = sorted(int(v) for v in values)  # type: ignore[call-overload]
+    gaps = [b - a for a, b in itertools.pairwise(ordered)]
+    return max(1, max(gaps, default=1) // 2)
+
+
+def _moved(
+    lattice: Lattice, best: list[int], integer: list[int], deltas: list[list[int]]
+) -> list[list[int]]:
+    """The points `best` moved by each of `deltas` on the integer factors, inside the ranges."""
+    space, out = lattice.space, []
+    for delta in deltas:
+        moved = list(best)
+        for f, step in zip(integer, delta, strict=True):
+            value = int(lattice.values[f][best[f]]) + step  # type: ignore[call-overload]
+            low, high = space.factors[f].bounds
+            if not low <= value <= high:
+                break
+            moved[f] = lattice.add(f, value)
+        else:
+            out.append(moved)
+    return out
