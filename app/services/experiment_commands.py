@@ -24,6 +24,7 @@ from app.services.trial_runs import send_trials
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
 from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
+from experiments.designs import Design
 from experiments.factors import FactorSpace
 from experiments.objective import Objective
 
@@ -76,21 +77,7 @@ async def create(
         status=ExperimentStatus.PLANNED,
         owner=new.owner,
     )
-    design = None
-    if new.design is not None:
-        # Planning is pure Python for tens of milliseconds: off the event loop, so the API
-        # answers other requests meanwhile.
-        design = await asyncio.to_thread(
-            designs.planned,
-            space,
-            design=new.design,
-            constraints=new.constraints,
-            max_design_runs=max_design_runs,
-        )
-        experiment.design_notes = [*target_notes, *design.notes]
-        experiment.design_report = designs.report_of(design)
-    else:
-        parse_constraints(new.constraints, space)
+    design = await _planned(experiment, space, new, target_notes, max_design_runs)
     session.add(experiment)
     await session.flush()
     if design is not None and design.points:
@@ -115,6 +102,32 @@ async def create(
             raise
         return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
     return await get(session, experiment_id=experiment.id, with_trials=True)
+
+
+async def _planned(
+    experiment: Experiment,
+    space: FactorSpace,
+    new: NewExperiment,
+    target_notes: list[str],
+    max_design_runs: int,
+) -> Design | None:
+    """The experiment's design, its notes and report set on the row; None without a design
+    (the constraints are still checked)."""
+    if new.design is None:
+        parse_constraints(new.constraints, space)
+        return None
+    # Planning is pure Python for tens of milliseconds: off the event loop, so the API
+    # answers other requests meanwhile.
+    design = await asyncio.to_thread(
+        designs.planned,
+        space,
+        design=new.design,
+        constraints=new.constraints,
+        max_design_runs=max_design_runs,
+    )
+    experiment.design_notes = [*target_notes, *design.notes]
+    experiment.design_report = designs.report_of(design)
+    return design
 
 
 async def start(

@@ -167,15 +167,30 @@ async def advance(
     if plan.stop_reason is not None:
         await _finish(session, loop, OptimizationStatus.STOPPED, plan.stop_reason)
         return []
+    succeeded = sum(t.status == TrialStatus.SUCCEEDED for t in trials)
+    created = await _round_trials(session, experiment, loop, plan, succeeded)
+    experiment.status = ExperimentStatus.RUNNING
+    await session.commit()
+    if not access.target_of(targets, experiment.target).runnable:
+        return []  # the round's trials wait for their observations
+    return await trial_runs.send_trials(
+        session, experiment=experiment, trial_ids=created, queue=queue
+    )
+
+
+async def _round_trials(
+    session: AsyncSession,
+    experiment: models.Experiment,
+    loop: models.Optimization,
+    plan: Plan,
+    succeeded: int,
+) -> list[int]:
+    """The round's picks stored as accepted suggestions, each with its new pending trial;
+    returns the trial ids."""
     space = experiment.factor_space
     plan = _grouped(space, plan)
     order = await rows.max_run_order(session, experiment.id)
-    stored = suggestions.stored(
-        experiment,
-        plan,
-        based_on=sum(t.status == TrialStatus.SUCCEEDED for t in trials),
-        optimization_id=loop.id,
-    )
+    stored = suggestions.stored(experiment, plan, based_on=succeeded, optimization_id=loop.id)
     created = []
     for offset, (row, suggestion) in enumerate(zip(stored, plan.suggestions, strict=True), start=1):
         trial = trial_runs.new_trial(
@@ -192,13 +207,7 @@ async def advance(
         row.status, row.trial_id = SuggestionStatus.ACCEPTED, trial.id
         session.add(row)
         created.append(trial.id)
-    experiment.status = ExperimentStatus.RUNNING
-    await session.commit()
-    if not access.target_of(targets, experiment.target).runnable:
-        return []  # the round's trials wait for their observations
-    return await trial_runs.send_trials(
-        session, experiment=experiment, trial_ids=created, queue=queue
-    )
+    return created
 
 
 async def fail(session: AsyncSession, *, optimization_id: int, error: str) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.stats
 from statsmodels.regression.linear_model import RegressionResults
 
-from experiments.analysis.explain import explain
+from experiments.analysis.explain import Explanation, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
 from experiments.analysis.optimize import (
     DesirabilityGoal,
@@ -38,6 +38,8 @@ from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot, hard_t
 from experiments.analysis.statistics import (
     AnovaRow,
     Curvature,
+    FitStatistics,
+    LackOfFit,
     Lenth,
     anova,
     box_cox,
@@ -138,20 +140,32 @@ def fit(
             natural_terms=_natural_terms(results, terms.names, space),
             split_plot=split,
             method=_method(split),
-            explanation=explain(
-                response=response,
-                effects=ranked,
-                terms=term_list,
-                r_squared=statistics.r_squared,
-                predicted_r_squared=statistics.predicted_r_squared,
-                residual_df=statistics.residual_df,
-                lack_of_fit_p=misfit.p_value if misfit is not None else None,
-                optimum=best.config,
-                predicted=best.predicted,
-                interval=(best.pi_low, best.pi_high),
-                on_edge=best.on_edge,
-            ),
+            explanation=_explanation(response, ranked, term_list, statistics, misfit, best),
         )
+
+
+def _explanation(
+    response: str,
+    ranked: list[FactorEffect],
+    terms: list[Term],
+    statistics: FitStatistics,
+    misfit: LackOfFit | None,
+    best: Optimum,
+) -> Explanation:
+    """The analysis in sentences, from the parts `fit` computed."""
+    return explain(
+        response=response,
+        effects=ranked,
+        terms=terms,
+        r_squared=statistics.r_squared,
+        predicted_r_squared=statistics.predicted_r_squared,
+        residual_df=statistics.residual_df,
+        lack_of_fit_p=misfit.p_value if misfit is not None else None,
+        optimum=best.config,
+        predicted=best.predicted,
+        interval=(best.pi_low, best.pi_high),
+        on_edge=best.on_edge,
+    )
 
 
 def _terms(results: RegressionResults, names: Sequence[str]) -> list[Term]:
@@ -335,17 +349,7 @@ def _optimum(
 ) -> Optimum:
     space, terms, results, observed = fitted.space, fitted.terms, fitted.results, fitted.observed
     region = DataRegion(space, observed)
-    bounds = [
-        ResponseBound(
-            response=limit.response,
-            predict=_predictor(terms, fitted.same_terms(limit.values)),
-            operator=operator,
-            limit=value,
-        )
-        for limit in limits
-        for operator, value in (("<=", limit.max), (">=", limit.min))
-        if value is not None
-    ]
+    bounds = _bounds(fitted, limits)
     common: dict[str, Any] = {
         "bounds": bounds,
         "constraints": constraints,
@@ -354,19 +358,7 @@ def _optimum(
     }
     candidates = candidate_values(space, observed)
     if desirability:
-        goals = [
-            DesirabilityGoal(
-                response=g.response,
-                predict=_predictor(terms, fitted.same_terms(g.values)),
-                goal=g.goal,
-                low=g.low,
-                high=g.high,
-                target=g.target,
-                weight=g.weight,
-                importance=g.importance,
-            )
-            for g in desirability
-        ]
+        goals = _desirability_goals(fitted, desirability)
         search = most_desirable(space, candidates, goals, **common)
     else:
         search = best_configuration(
@@ -391,6 +383,40 @@ def _optimum(
         limits_met={b.text: search.predictions[b.response] for b in bounds},
         desirability=({"overall": search.score, **search.desirabilities} if desirability else None),
     )
+
+
+def _bounds(fitted: FittedModel, limits: Sequence[ResponseLimit]) -> list[ResponseBound]:
+    """Each limit on another response as bounds on its prediction by the same terms."""
+    return [
+        ResponseBound(
+            response=limit.response,
+            predict=_predictor(fitted.terms, fitted.same_terms(limit.values)),
+            operator=operator,
+            limit=value,
+        )
+        for limit in limits
+        for operator, value in (("<=", limit.max), (">=", limit.min))
+        if value is not None
+    ]
+
+
+def _desirability_goals(
+    fitted: FittedModel, desirability: Sequence[ResponseGoal]
+) -> list[DesirabilityGoal]:
+    """Each response goal with its prediction by the same terms."""
+    return [
+        DesirabilityGoal(
+            response=g.response,
+            predict=_predictor(fitted.terms, fitted.same_terms(g.values)),
+            goal=g.goal,
+            low=g.low,
+            high=g.high,
+            target=g.target,
+            weight=g.weight,
+            importance=g.importance,
+        )
+        for g in desirability
+    ]
 
 
 def _natural_terms(results: RegressionResults, names: list[str], space: FactorSpace) -> list[Term]:

@@ -403,39 +403,17 @@ def select_terms(
     kept = list(range(x.shape[1]))
     path: list[SelectionStep] = []
     dropped: list[str] = []
-    if criterion == "aicc":
-        current = _aicc(x[:, kept], y)
-        path.append(SelectionStep(None, finite_or_none(current)))
-    else:
-        path.append(SelectionStep(None, None))
+    current = _aicc(x[:, kept], y) if criterion == "aicc" else math.nan
+    path.append(SelectionStep(None, finite_or_none(current)))
     while True:
-        removable = [
-            j
-            for j in kept
-            if orders[j] > 0
-            and not any(
-                orders[i] > orders[j] and set(term_factors[j]) <= set(term_factors[i]) for i in kept
-            )
-        ]
-        if not removable:
+        removable = _removable(kept, orders, term_factors)
+        step = _next_drop(criterion, x, y, kept, removable, current) if removable else None
+        if step is None:
             break
-        if criterion == "aicc":
-            scores = {j: _aicc(x[:, [i for i in kept if i != j]], y) for j in removable}
-            best = min(removable, key=lambda j: scores[j])
-            if not scores[best] < current:
-                break
-            current = scores[best]
-            value = finite_or_none(current)
-        else:
-            p_values = _p_values(x[:, kept], y)
-            p_of = {j: p_values[kept.index(j)] for j in removable}
-            best = max(removable, key=lambda j: -1.0 if math.isnan(p_of[j]) else p_of[j])
-            if not p_of[best] > ALPHA:
-                break
-            value = finite_or_none(p_of[best])
+        best, value, current = step
         kept.remove(best)
         dropped.append(term_names[best])
-        path.append(SelectionStep(term_names[best], value))
+        path.append(SelectionStep(term_names[best], finite_or_none(value)))
     return Selection(
         criterion=criterion,
         alpha=ALPHA if criterion == "p" else None,
@@ -444,6 +422,40 @@ def select_terms(
         dropped=dropped,
         path=path,
     )
+
+
+def _removable(
+    kept: list[int], orders: list[int], term_factors: Sequence[set[int] | frozenset[int]]
+) -> list[int]:
+    """The kept terms that no kept term of higher order contains (never the intercept)."""
+    return [
+        j
+        for j in kept
+        if orders[j] > 0
+        and not any(
+            orders[i] > orders[j] and set(term_factors[j]) <= set(term_factors[i]) for i in kept
+        )
+    ]
+
+
+def _next_drop(
+    criterion: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    kept: list[int],
+    removable: list[int],
+    current: float,
+) -> tuple[int, float, float] | None:
+    """(the term to drop, its criterion value, the model's AICc after it) or None to stop:
+    the lowest AICc while it falls, or the largest p-value while it exceeds ALPHA."""
+    if criterion == "aicc":
+        scores = {j: _aicc(x[:, [i for i in kept if i != j]], y) for j in removable}
+        best = min(removable, key=lambda j: scores[j])
+        return (best, scores[best], scores[best]) if scores[best] < current else None
+    p_values = _p_values(x[:, kept], y)
+    p_of = {j: p_values[kept.index(j)] for j in removable}
+    best = max(removable, key=lambda j: -1.0 if math.isnan(p_of[j]) else p_of[j])
+    return (best, p_of[best], current) if p_of[best] > ALPHA else None
 
 
 def _order(name: str, factors: set[int]) -> int:
