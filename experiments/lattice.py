@@ -1,16 +1,15 @@
 """The lattice of candidate configurations that both the optimum search (`analysis.optimize`)
-and Bayesian optimization (`suggest.bayes`) search: per factor its explicit levels, or a coded
-grid plus the observed values, with every integer of an integer factor's range while the lattice
-stays small enough to be searched point by point.
+and Bayesian optimization (`suggest.bayes`) search with `experiments.lattice_search`: per factor
+its explicit levels, or a coded grid plus the observed values, with every integer of an integer
+factor's range while the lattice stays small enough to be searched point by point.
 
 How much of it a caller scores whole is the caller's budget: an OLS prediction costs a few
 multiplications a point (`MAX_LATTICE`), a Gaussian process's expected improvement far more
-(`suggest.bayes.MAX_SCORED`); past its budget a caller searches the lattice another way.
+(`suggest.bayes.MAX_SCORED`); past its budget the search goes coordinate-wise.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -50,21 +49,6 @@ def candidate_values(
 def lattice_size(values: Sequence[Sequence[Value]]) -> int:
     """Number of points of the lattice with these candidate values per factor."""
     return math.prod(len(v) for v in values)
-
-
-def has_every_integer(space: FactorSpace, values: Sequence[Sequence[Value]]) -> bool:
-    """Whether every integer factor without explicit levels has all its integers in the lattice
-    (so its optimum on the lattice is its optimum, not a grid point near it)."""
-    return all(
-        len(v) == int(f.bounds[1]) - int(f.bounds[0]) + 1
-        for f, v in zip(space.factors, values, strict=True)
-        if f.kind == "integer" and f.levels is None
-    )
-
-
-def lattice_points(values: Sequence[Sequence[Value]]) -> list[list[Value]]:
-    """Every point of the lattice, as rows of values in factor order."""
-    return [list(point) for point in itertools.product(*values)]
 
 
 def _in_region(factor: Factor, value: Value) -> bool:

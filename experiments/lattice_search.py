@@ -7,9 +7,10 @@ A caller scores points given as rows of per-factor candidate indices (higher is 
 where a point is infeasible or excluded) and says how many points it can afford to score. The
 search scores the whole lattice when it is within that budget, else improves one factor at a
 time from the caller's starts (exact for a linear model only). It then checks the best point
-against its integer neighbours (+-1 on each integer factor, every combination up to
-`_JOINT_NEIGHBOURS` integer factors, else one factor at a time) and moves to a better neighbour
-until none is better; a neighbour off the lattice (a coarse grid) is added to it.
+against its neighbours on the factors given by a range (+-1 on an integer factor, a shrinking
+coded step on a continuous one; every combination of up to `_JOINT_NEIGHBOURS` integer factors,
+continuous factors one at a time) and moves to a better neighbour until none is better; a
+neighbour off the lattice (a coarse grid) is added to it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from experiments.errors import DomainError
-from experiments.factors import Config, FactorSpace, Value
+from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.terms import factor_columns
 
 # Lattice points scored at once, to bound memory.
@@ -30,6 +31,8 @@ _CHUNK = 20_000
 # Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
 _JOINT_NEIGHBOURS = 6
 _MAX_MOVES = 10_000
+# The finest step, in coded units, on a continuous factor (a 400th of its range).
+_FINEST = 0.005
 
 # Rows of per-factor candidate indices -> one score per row (higher is better, -inf infeasible).
 Score = Callable[[np.ndarray], np.ndarray]
@@ -206,66 +209,104 @@ def _coordinate(lattice: Lattice, counter: _Counter, starts: list[list[int]]) ->
 
 
 def _neighbours(lattice: Lattice, score: Score, best: list[int]) -> tuple[int, bool]:
-    """Move `best` (in place) to a better integer neighbour until none is better; returns the
-    moves made and whether there was an integer factor to check.
+    """Move `best` (in place) to a better neighbour until none is better; returns the moves made
+    and whether there was an integer factor to check.
 
-    A pattern search: on a coarse grid the first steps are half the grid's spacing, halved
-    whenever no step improves, so a long way to the integer optimum takes a few dozen moves
-    instead of one move per integer; it ends only when no +-1 neighbour is better.
+    A pattern search over the factors given by a range (`_signs` says which moves are tried):
+    on a grid the first steps are half its spacing, halved whenever no step improves, so a long
+    way to the optimum takes a few dozen moves; it ends when no +-1 neighbour on an integer
+    factor and no step of `_FINEST` coded units on a continuous factor is better.
     """
     space = lattice.space
-    integer = [i for i, f in enumerate(space.factors) if f.kind == "integer" and f.levels is None]
-    if not integer:
+    ranged = [i for i, f in enumerate(space.factors) if f.is_numeric and f.levels is None]
+    if not ranged:
         return 0, False
-    if len(integer) <= _JOINT_NEIGHBOURS:
-        signs = [s for s in itertools.product((-1, 0, 1), repeat=len(integer)) if any(s)]
-    else:
-        signs = [
-            tuple(sign * (j == k) for j in range(len(integer)))
-            for k in range(len(integer))
-            for sign in (-1, 1)
-        ]
-    steps = [_half_spacing(lattice.values[f]) for f in integer]
+    signs = _signs([space.factors[f].kind == "integer" for f in ranged])
+    steps = [_first_step(lattice, f) for f in ranged]
     current = float(score(np.array([best]))[0])
     moves = 0
     while moves < _MAX_MOVES:
-        neighbours = _moved(
-            lattice,
-            best,
-            integer,
-            [[s * d for s, d in zip(sign, steps, strict=True)] for sign in signs],
-        )
+        deltas = [[s * d for s, d in zip(sign, steps, strict=True)] for sign in signs]
+        neighbours = _moved(lattice, best, ranged, deltas)
         scores = score(np.array(neighbours)) if neighbours else np.array([-np.inf])
         top = int(scores.argmax())
         if scores[top] > current + 1e-12 * max(1.0, abs(current)):
             best[:], current, moves = neighbours[top], float(scores[top]), moves + 1
-        elif max(steps) > 1:
-            steps = [max(1, step // 2) for step in steps]
-        else:
+            continue
+        finer = [_finer(space.factors[f], step) for f, step in zip(ranged, steps, strict=True)]
+        if finer == steps:
             break
-    return moves, True
+        steps = finer
+    has_integer = any(space.factors[f].kind == "integer" for f in ranged)
+    return moves, has_integer
 
 
-def _half_spacing(values: Sequence[Value]) -> int:
-    """Half the widest gap between neighbouring candidate values, at least 1."""
-    ordered = sorted(int(v) for v in values)  # type: ignore[call-overload]
-    gaps = [b - a for a, b in itertools.pairwise(ordered)]
-    return max(1, max(gaps, default=1) // 2)
+def _signs(integer: list[bool]) -> list[tuple[int, ...]]:
+    """The directions of the moves: every +-1 combination of up to `_JOINT_NEIGHBOURS` integer
+    factors (a ridge between grid points needs a diagonal move), else one at a time; continuous
+    factors one at a time (a joint move in many continuous factors costs too many scores)."""
+    joint = [i for i, is_integer in enumerate(integer) if is_integer]
+    if len(joint) > _JOINT_NEIGHBOURS:
+        joint = []
+    signs = set()
+    for combination in itertools.product((-1, 0, 1), repeat=len(joint)):
+        sign = [0] * len(integer)
+        for i, value in zip(joint, combination, strict=True):
+            sign[i] = value
+        signs.add(tuple(sign))
+    for i in range(len(integer)):
+        for value in (-1, 1):
+            signs.add(tuple(value if j == i else 0 for j in range(len(integer))))
+    signs.discard(tuple([0] * len(integer)))
+    return sorted(signs)
+
+
+def _first_step(lattice: Lattice, f: int) -> float:
+    """Half the widest gap between neighbouring candidates: natural units (at least 1) on an
+    integer factor, coded units on a continuous one."""
+    factor = lattice.space.factors[f]
+    if factor.kind == "integer":
+        ordered = sorted(int(v) for v in lattice.values[f])  # type: ignore[call-overload]
+        gaps = [b - a for a, b in itertools.pairwise(ordered)]
+        return max(1, max(gaps, default=1) // 2)
+    coded = sorted(factor.encode(v) for v in lattice.values[f])
+    return max([(b - a) / 2.0 for a, b in itertools.pairwise(coded)], default=_FINEST)
+
+
+def _finer(factor: Factor, step: float) -> float:
+    if factor.kind == "integer":
+        return max(1, int(step) // 2)
+    return step / 2.0 if step / 2.0 >= _FINEST else step
 
 
 def _moved(
-    lattice: Lattice, best: list[int], integer: list[int], deltas: list[list[int]]
+    lattice: Lattice, best: list[int], ranged: list[int], deltas: list[list[float]]
 ) -> list[list[int]]:
-    """The points `best` moved by each of `deltas` on the integer factors, inside the ranges."""
+    """The points `best` moved by each of `deltas` (natural units on an integer factor, coded
+    on a continuous one), inside the ranges."""
     space, out = lattice.space, []
     for delta in deltas:
         moved = list(best)
-        for f, step in zip(integer, delta, strict=True):
-            value = int(lattice.values[f][best[f]]) + step  # type: ignore[call-overload]
-            low, high = space.factors[f].bounds
-            if not low <= value <= high:
+        for f, step in zip(ranged, delta, strict=True):
+            value = _step(space.factors[f], lattice.values[f][best[f]], step)
+            if value is None:
                 break
             moved[f] = lattice.add(f, value)
         else:
             out.append(moved)
     return out
+
+
+def _step(factor: Factor, value: Value, step: float) -> Value | None:
+    """`value` moved by `step`, or None outside the range."""
+    if step == 0:
+        return value
+    low, high = factor.bounds
+    if factor.kind == "integer":
+        moved = int(value) + int(step)  # type: ignore[call-overload]
+        return moved if low <= moved <= high else None
+    coded = factor.encode(value) + step
+    if not -1.0 <= coded <= 1.0:
+        return None
+    # Why the clip: 2 ** log2(x) can land a rounding error outside the range near its ends.
+    return float(min(max(float(factor.decode(coded)), low), high))

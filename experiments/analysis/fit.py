@@ -16,6 +16,7 @@ import numpy as np
 import scipy.stats
 from statsmodels.regression.linear_model import RegressionResults
 
+from experiments.analysis.diagnostics import box_cox, diagnostics
 from experiments.analysis.explain import Explanation, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
 from experiments.analysis.optimize import (
@@ -34,20 +35,15 @@ from experiments.analysis.results import (
     ResponseLimit,
     Term,
 )
+from experiments.analysis.screening import Curvature, Lenth, curvature, lenth
 from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot, hard_to_change_terms
 from experiments.analysis.statistics import (
     AnovaRow,
-    Curvature,
     FitStatistics,
     LackOfFit,
-    Lenth,
     anova,
-    box_cox,
-    curvature,
-    diagnostics,
     fit_statistics,
     lack_of_fit,
-    lenth,
     term_label,
 )
 from experiments.analysis.surface import (

@@ -7,9 +7,10 @@ returns one prediction per row, e.g. ``lambda mains: terms.matrix(mains) @ resul
 The search predicts every point of a lattice of candidate values per factor when the lattice is
 small enough, else improves one factor at a time from several starts (exact for a linear model
 only). A point is feasible when it meets the factor constraints and every bound on another
-response (``latency_p95_ms <= 50``). Integer factors searched on a coarse grid are then checked
-against their neighbours (+-1 on each integer factor, within range and constraints), moving to a
-better neighbour until none is better.
+response (``latency_p95_ms <= 50``). The best point is then moved to a better neighbour until
+none is better (+-1 on an integer factor, a shrinking coded step on a continuous one, within
+range and constraints). The search is `experiments.lattice_search`, shared with the
+suggestions.
 
 Desirability follows Derringer & Suich (1980), "Simultaneous optimization of several response
 variables", Journal of Quality Technology 12(4), 214-219: each response is mapped to [0, 1] and

@@ -6,17 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from experiments.analysis.diagnostics import BoxCox, Diagnostics
 from experiments.analysis.explain import Explanation
+from experiments.analysis.screening import Curvature, Lenth
 from experiments.analysis.split_plot import SplitPlotFit
-from experiments.analysis.statistics import (
-    AnovaRow,
-    BoxCox,
-    Curvature,
-    Diagnostics,
-    FitStatistics,
-    LackOfFit,
-    Lenth,
-)
+from experiments.analysis.statistics import AnovaRow, FitStatistics, LackOfFit
 from experiments.analysis.surface import (
     Canonical,
     Selection,
@@ -90,8 +84,8 @@ class FactorEffect:
 class Optimum:
     """The best predicted configuration in the region, with 95 % intervals.
 
-    Integer factors searched on a coarse grid are checked against their ±1 neighbours
-    (`neighbours_checked`); `limits_met` gives each limit on another response with that
+    Integer factors are checked against their ±1 neighbours (`neighbours_checked`), continuous
+    factors refined below the grid; `limits_met` gives each limit on another response with that
     response's prediction at the optimum; `desirability` the overall and per-response
     desirabilities when the objective combines responses. `region` says where it was searched:
     the factor ranges, or, when the runs do not fill them (observations taken elsewhere), the

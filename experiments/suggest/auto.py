@@ -37,7 +37,7 @@ import scipy.stats
 
 from experiments import analysis
 from experiments.analysis import Analysis
-from experiments.analysis.statistics import curvature
+from experiments.analysis.screening import curvature
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.numbers import describe_config, format_optional

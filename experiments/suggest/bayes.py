@@ -14,9 +14,9 @@ Candidates are the lattice of `experiments.lattice` (every integer of an integer
 stays small, else a coarse grid, plus the observed values), searched by the same
 `experiments.lattice_search` as the optimum of a fitted model: whole when it has at most
 `MAX_SCORED` points, else coordinate-wise from the ten best of a seeded scrambled Sobol set
-snapped to it; the best point is then checked against its integer neighbours (+-1, off the grid
-too), so integer factors are searched on their own values, never rounded after the fact.
-Continuous factors are searched on the grid's 21 settings and the observed values.
+snapped to it; the best point then moves to better neighbours (+-1 on an integer factor, off the
+grid too, a shrinking coded step on a continuous one), so integer factors are searched on their
+own values, never rounded after the fact.
 
 Limits on other responses (``latency_p95_ms <= 50``): each limited response gets a Gaussian
 process of its own, and EI is multiplied by the probability that every limit is met (Gardner et

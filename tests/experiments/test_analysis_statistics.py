@@ -13,16 +13,9 @@ import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from experiments.analysis.statistics import (
-    anova,
-    box_cox,
-    curvature,
-    diagnostics,
-    fit_statistics,
-    lack_of_fit,
-    lenth,
-    term_label,
-)
+from experiments.analysis.diagnostics import box_cox, diagnostics
+from experiments.analysis.screening import curvature, lenth
+from experiments.analysis.statistics import anova, fit_statistics, lack_of_fit, term_label
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.terms import ModelTerms, distinct_levels, main_columns
