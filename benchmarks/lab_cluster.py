@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from client.processes import ChildProcess, wait_until
-from worker.lab_supervisor import MARIADBD, LabCluster, LabLayout, free_layout
+from worker.lab_layout import LabLayout, free_layout
+from worker.lab_supervisor import MARIADBD, LabCluster
 
 NODES = 3
 TARGETS_S = {"grow": 20.0, "add": 10.0, "remove": 10.0}

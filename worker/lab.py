@@ -13,7 +13,8 @@ import sys
 from app.config import get_settings
 from app.target_specs import load_targets
 from worker.galera_sql import GaleraError
-from worker.lab_supervisor import LabCluster, LabLayout
+from worker.lab_layout import LabLayout
+from worker.lab_supervisor import LabCluster
 from worker.targets.lab import layout_from
 
 

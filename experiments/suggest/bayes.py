@@ -1,14 +1,10 @@
-"""Bayesian optimization: a Gaussian process on coded factors and expected improvement.
+"""Bayesian optimization: expected improvement on a Gaussian process of the coded factors.
 
-The model is scikit-learn's GaussianProcessRegressor on the coded factors (numeric factors coded
--1..+1 by `Factor.encode`, after log2 where the factor says so; categorical factors one-hot),
-with kernel ``Constant * Matern(nu=2.5, one length scale per column) + White`` (the white term is
-the run-to-run noise) and a normalized response. Its hyperparameters maximize the marginal
-likelihood times a log-normal prior on the length scales (median one coded unit). The next
-configuration maximizes expected improvement (EI) over the incumbent, for a minimized response
-on the negated values. The incumbent is the best *predicted* mean at an observed configuration,
-not the best measurement, so one lucky noisy run does not make every honest candidate look
-hopeless (the "plug-in" EI for noisy observations, Picheny et al. 2013).
+The surrogate is `experiments.suggest.gaussian_process`. The next configuration maximizes
+expected improvement (EI) over the incumbent, for a minimized response on the negated values.
+The incumbent is the best *predicted* mean at an observed configuration, not the best
+measurement, so one lucky noisy run does not make every honest candidate look hopeless (the
+"plug-in" EI for noisy observations, Picheny et al. 2013).
 
 Candidates are the lattice of `experiments.lattice` (every integer of an integer factor while it
 stays small, else a coarse grid, plus the observed values), searched by the same
@@ -42,20 +38,14 @@ uncertainty around it and pushes the next pick elsewhere.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
-import scipy.optimize
 from scipy.stats import norm, qmc
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import ConstantKernel, Kernel, Matern, WhiteKernel
-from threadpoolctl import threadpool_limits
 
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
@@ -65,6 +55,16 @@ from experiments.lattice import candidate_values
 from experiments.lattice_search import Lattice, search
 from experiments.numbers import describe_config, format_value
 from experiments.suggest.base import Limit, Suggestion
+from experiments.suggest.gaussian_process import (
+    Encoder,
+    expected_improvement,
+    fit,
+    mean_and_sd,
+    noise_variance,
+    one_blas_thread,
+    refit,
+    signal_variance,
+)
 
 __all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "predict"]
 
@@ -72,14 +72,8 @@ __all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "predict"]
 # searched coordinate-wise from the best quasi-random starts.
 MAX_SCORED = 20_000
 _STARTS = 10
-_RESTARTS = 2
-# Length scales in coded units: shorter than a tenth of a coded unit means wiggles finer than
-# the spacing of most integer lattices; the prior's mean and sd are of log(length scale).
-_MIN_LENGTH_SCALE = 0.1
-_LENGTH_SCALE_PRIOR = (0.0, 1.0)
 _MIN_OBSERVATIONS = 2
 MODEL_NAME = "gaussian process"
-T = TypeVar("T")
 # The replicate rule: the incumbent is run at most this often, and only while the runner-up has
 # at least this chance of being truly better.
 MAX_REPLICATES = 2
@@ -93,19 +87,7 @@ _RUNS_TO_JUDGE_NOISE_PER_FEATURE = 3
 _BREAKS_LIMIT = 1e-6
 
 
-def _one_blas_thread(function: Callable[..., T]) -> Callable[..., T]:
-    """Run with one BLAS thread: for matrices of a few hundred rows, threads cost more than
-    they save (4-6x slower per suggestion with two OpenBLAS threads on two cores)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: object, **kwargs: object) -> T:
-        with threadpool_limits(limits=1, user_api="blas"):
-            return function(*args, **kwargs)
-
-    return wrapper
-
-
-@_one_blas_thread
+@one_blas_thread
 def bayes(
     space: FactorSpace,
     configs: Sequence[Mapping[str, object]],
@@ -155,7 +137,7 @@ class _Fitted:
     per limited response) and what the batch may not suggest."""
 
     space: FactorSpace
-    encoder: _Encoder
+    encoder: Encoder
     x_fit: np.ndarray
     t_fit: np.ndarray
     model: GaussianProcessRegressor
@@ -175,7 +157,7 @@ class _Fitted:
         responses: Mapping[str, Sequence[float]] | None,
         seed: int,
     ) -> _Fitted:
-        encoder = _Encoder(space)
+        encoder = Encoder(space)
         x = encoder.features([[c[n] for n in space.names] for c in observed])
         broken = [space.check_config(c, in_region=False) for c in failed]
         x_fit, t_fit = x, target
@@ -186,16 +168,16 @@ class _Fitted:
             failed_x = encoder.features([[c[n] for n in space.names] for c in broken])
             x_fit = np.vstack([x, failed_x])
             t_fit = np.append(target, np.full(len(broken), target.min()))
-        model = _fit(x_fit, t_fit, seed)
+        model = fit(x_fit, t_fit, seed)
         guards = [
-            _Guard(limit, _fit(x, _limit_values(limit, responses, len(target)), seed))
+            _Guard(limit, fit(x, _limit_values(limit, responses, len(target)), seed))
             for limit in limits
         ]
         # Why: a model that blames most of the variation on noise learns more from a
         # replicate; but only with runs enough to tell noise from shape (a few runs look like
         # noise to any model).
         judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
-        repeats_allowed = judged and _noise_variance(model) > _signal_variance(model)
+        repeats_allowed = judged and noise_variance(model) > signal_variance(model)
         excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
         excluded |= {_key(space, c) for c in broken}
         incumbent = _Incumbent.of(space, observed, model, x, guards)
@@ -224,7 +206,7 @@ def _batch(
             suggestions.append(replicate)
             point = encoder.features([[replicate.config[n] for n in space.names]])
             xs, ts = np.vstack([xs, point]), np.append(ts, incumbent.mean)
-            current = _refit(current, xs, ts)
+            current = refit(current, xs, ts)
     while len(suggestions) < count:
         pick = pool.best(_scorer(current, best, guards), excluded)
         if pick is None:
@@ -235,17 +217,17 @@ def _batch(
         suggestions.append(_suggestion(fitted, config, point, ei, sign, len(suggestions)))
         excluded.add(_key(space, config))
         # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
-        believed, _ = _predict(current, point)
+        believed, _ = mean_and_sd(current, point)
         best = max(best, float(believed[0]))
         xs, ts = np.vstack([xs, point]), np.append(ts, believed[0])
-        current = _refit(current, xs, ts)
+        current = refit(current, xs, ts)
     return suggestions
 
 
 def _suggestion(
     fitted: _Fitted, config: Config, point: np.ndarray, ei: float, sign: float, position: int
 ) -> Suggestion:
-    mean, sd = _predict(fitted.model, point)  # real data only: the fake runs are no information
+    mean, sd = mean_and_sd(fitted.model, point)  # real data only: the fake runs are no information
     predicted = sign * float(mean[0])
     outcome = (predicted, float(sd[0]), ei, sign * fitted.incumbent.mean)
     return Suggestion(
@@ -261,7 +243,7 @@ def _suggestion(
     )
 
 
-@_one_blas_thread
+@one_blas_thread
 def predict(
     space: FactorSpace,
     configs: Sequence[Mapping[str, object]],
@@ -276,9 +258,9 @@ def predict(
         observed, y = _checked_runs(space, configs, values)
     except DomainError:
         return None
-    encoder = _Encoder(space)
-    model = _fit(encoder.features([[c[n] for n in space.names] for c in observed]), y, seed)
-    mean, sd = _predict(model, encoder.features([[p[n] for n in space.names] for p in points]))
+    encoder = Encoder(space)
+    model = fit(encoder.features([[c[n] for n in space.names] for c in observed]), y, seed)
+    mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
 
 
@@ -291,7 +273,7 @@ class _Guard:
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         """Probability that the response meets the limit at each row of features."""
-        mean, sd = _predict(self.model, x)
+        mean, sd = mean_and_sd(self.model, x)
         sd = np.maximum(sd, 1e-12)
         p = np.ones(len(mean))
         if self.limit.max is not None:
@@ -302,7 +284,7 @@ class _Guard:
 
     def met(self, x: np.ndarray) -> np.ndarray:
         """Whether the predicted mean meets the limit at each row of features."""
-        mean, _ = _predict(self.model, x)
+        mean, _ = mean_and_sd(self.model, x)
         return np.array([self.limit.met(float(m)) for m in mean], dtype=bool)
 
 
@@ -313,7 +295,7 @@ def _scorer(
     means break a limit keeps a tiny share, so it wins only when no candidate meets them."""
 
     def score(x: np.ndarray) -> np.ndarray:
-        ei = _expected_improvement(model, x, best)
+        ei = expected_improvement(model, x, best)
         for guard in guards:
             ei = ei * guard.probability(x) * np.where(guard.met(x), 1.0, _BREAKS_LIMIT)
         return ei
@@ -344,7 +326,7 @@ class _Incumbent:
         keys = [_key(space, c) for c in observed]
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         distinct = sorted(first.values())
-        mean, sd = _predict(model, x[distinct])
+        mean, sd = mean_and_sd(model, x[distinct])
         ok = np.ones(len(distinct), dtype=bool)
         for guard in guards:
             ok &= guard.met(x[distinct])
@@ -418,41 +400,13 @@ def _limits_sentence(guards: Sequence[_Guard], point: np.ndarray) -> str:
         return ""
     parts = []
     for guard in guards:
-        mean, _ = _predict(guard.model, point)
+        mean, _ = mean_and_sd(guard.model, point)
         chance = float(guard.probability(point)[0])
         parts.append(
             f"{guard.limit.response} predicted {format_value(float(mean[0]))}"
             f" ({chance:.0%} chance that {guard.limit.text})"
         )
     return " Limits: " + "; ".join(parts) + "."
-
-
-class _Encoder:
-    """Natural rows (one value per factor) -> GP features: coded numerics, one-hot categories."""
-
-    def __init__(self, space: FactorSpace) -> None:
-        self.factors = space.factors
-        self._cache: list[dict[Value, float]] = [{} for _ in space.factors]
-
-    def features(self, rows: Sequence[Sequence[Value]]) -> np.ndarray:
-        """The feature rows of natural rows."""
-        return np.hstack(
-            [self.block(i, [row[i] for row in rows]) for i in range(len(self.factors))]
-        )
-
-    def block(self, i: int, values: Sequence[Value]) -> np.ndarray:
-        """The feature columns of factor `i` for these values."""
-        factor = self.factors[i]
-        if factor.kind == "categorical":
-            levels = list(factor.levels or ())
-            onehot = np.zeros((len(values), len(levels)))
-            onehot[np.arange(len(values)), [levels.index(v) for v in values]] = 1.0
-            return onehot
-        cache = self._cache[i]
-        for v in values:
-            if v not in cache:
-                cache[v] = factor.encode(v)
-        return np.array([cache[v] for v in values], dtype=float)[:, None]
 
 
 class _Pool:
@@ -463,7 +417,7 @@ class _Pool:
     def __init__(
         self,
         space: FactorSpace,
-        encoder: _Encoder,
+        encoder: Encoder,
         constraints: Sequence[Constraint],
         observed: Sequence[Config],
         seed: int,
@@ -545,106 +499,6 @@ def _sobol(lattice: Lattice, size: int, seed: int) -> list[list[int]]:
 
 def _key(space: FactorSpace, config: Mapping[str, Value]) -> tuple[Value, ...]:
     return tuple(config[n] for n in space.names)
-
-
-def _kernel(width: int) -> Kernel:
-    return ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
-        length_scale=np.ones(width), length_scale_bounds=(_MIN_LENGTH_SCALE, 1e2), nu=2.5
-    ) + WhiteKernel(1e-2, (1e-8, 1e1))
-
-
-def _fit(x: np.ndarray, y: np.ndarray, seed: int) -> GaussianProcessRegressor:
-    kernel = _kernel(x.shape[1])
-    model = GaussianProcessRegressor(
-        kernel=kernel,
-        normalize_y=True,
-        n_restarts_optimizer=_RESTARTS,
-        random_state=seed,
-        optimizer=_with_length_scale_prior(_slice_of(kernel, "length_scale")),
-    )
-    with warnings.catch_warnings():
-        # Hyperparameters at a bound (e.g. no noise on a smooth toy response) are expected.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(x, y)
-    return model
-
-
-def _slice_of(kernel: Kernel, name: str) -> slice:
-    """Where the hyperparameter whose name ends with `name` lies in the kernel's theta."""
-    start = 0
-    for parameter in kernel.hyperparameters:
-        if parameter.fixed:
-            continue
-        if parameter.name.endswith(name):
-            return slice(start, start + parameter.n_elements)
-        start += parameter.n_elements
-    raise ValueError(f"the kernel has no hyperparameter {name}")
-
-
-Optimizer = Callable[
-    [Callable[..., tuple[float, np.ndarray]], np.ndarray, np.ndarray], tuple[np.ndarray, float]
-]
-
-
-def _with_length_scale_prior(lengths: slice) -> Optimizer:
-    """L-BFGS-B on the log marginal likelihood plus a log-normal prior on every length scale
-    (maximum a posteriori). With few runs, maximum likelihood often picks length scales that
-    make the model all wiggles or all flat; the prior keeps them near a coded unit (half a
-    factor's range). Measured: median trials to 2 % on Hartmann-6 85 -> 46."""
-    mean, sd = _LENGTH_SCALE_PRIOR
-
-    def optimize(
-        objective: Callable[..., tuple[float, np.ndarray]], theta: np.ndarray, bounds: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        def penalized(t: np.ndarray) -> tuple[float, np.ndarray]:
-            value, gradient = objective(t, eval_gradient=True)
-            offset = t[lengths] - mean
-            gradient = np.array(gradient, dtype=float)
-            gradient[lengths] += offset / sd**2
-            return float(value) + float(np.sum(offset**2)) / (2.0 * sd**2), gradient
-
-        found = scipy.optimize.minimize(
-            penalized, theta, method="L-BFGS-B", jac=True, bounds=bounds
-        )
-        return found.x, float(found.fun)
-
-    return optimize
-
-
-def _refit(
-    model: GaussianProcessRegressor, x: np.ndarray, y: np.ndarray
-) -> GaussianProcessRegressor:
-    """Condition on more points with the fitted hyperparameters (no re-optimization)."""
-    refit = GaussianProcessRegressor(kernel=model.kernel_, normalize_y=True, optimizer=None)
-    return refit.fit(x, y)
-
-
-def _noise_variance(model: GaussianProcessRegressor) -> float:
-    return float(model.kernel_.k2.noise_level)
-
-
-def _signal_variance(model: GaussianProcessRegressor) -> float:
-    return float(model.kernel_.k1.k1.constant_value)
-
-
-def _predict(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of the mean response (run-to-run noise left out)."""
-    mean, sd = model.predict(x, return_std=True)
-    # Why the private attribute: the white-noise level is fitted on the normalized response.
-    scale = float(np.atleast_1d(model._y_train_std)[0])
-    noise = _noise_variance(model) * scale**2
-    return np.asarray(mean, dtype=float), np.sqrt(np.maximum(np.square(sd) - noise, 0.0))
-
-
-def _expected_improvement(
-    model: GaussianProcessRegressor, x: np.ndarray, best: float
-) -> np.ndarray:
-    mean, sd = _predict(model, x)
-    gain = mean - best
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(sd > 0, gain / sd, 0.0)
-    ei = np.where(sd > 0, gain * norm.cdf(z) + sd * norm.pdf(z), np.maximum(gain, 0.0))
-    return np.maximum(ei, 0.0)
 
 
 def _checked_runs(

@@ -17,7 +17,7 @@ import pytest
 import redis
 import yaml
 
-from worker.lab_supervisor import free_layout
+from worker.lab_layout import free_layout
 
 pytestmark = pytest.mark.integration
 

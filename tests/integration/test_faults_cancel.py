@@ -20,7 +20,7 @@ from client.http import Client
 from client.processes import ChildProcess, free_port, wait_until
 from tests.integration import test_lab
 from tests.integration.test_faults import SPEC, Stack, ready
-from worker import lab_supervisor
+from worker import lab_layout, lab_supervisor
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +135,7 @@ def settings(own_redis: str, tmp_path_factory: pytest.TempPathFactory) -> Settin
     return Settings(database_url=f"sqlite+aiosqlite:///{path}", broker_url=own_redis)
 
 
-def sysbench_runs(layout: lab_supervisor.LabLayout) -> list[int]:
+def sysbench_runs(layout: lab_layout.LabLayout) -> list[int]:
     """Pids of the `sysbench ... run` processes that load this lab's nodes."""
     ports = {f"--mysql-port={layout.client_port(i)}" for i in range(1, layout.max_nodes + 1)}
     pids = []
@@ -162,7 +162,7 @@ def _alive(pid: int) -> bool:
 def test_cancel_stops_the_sysbench_processes_of_a_lab_trial(
     service: Client,
     cluster: lab_supervisor.LabCluster,
-    layout: lab_supervisor.LabLayout,
+    layout: lab_layout.LabLayout,
     settings: Settings,
 ):
     nodes = cluster.size()

@@ -25,7 +25,7 @@ from client.processes import running_service
 from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
-from worker import galera_sql, lab_supervisor, sysbench
+from worker import galera_sql, lab_layout, lab_supervisor, sysbench
 
 pytestmark = pytest.mark.integration
 
@@ -40,19 +40,19 @@ PASSWORD_ENV = "GALERA_DOE_IT_PASSWORD"
 
 
 @pytest.fixture(scope="module")
-def layout() -> Iterator[lab_supervisor.LabLayout]:
+def layout() -> Iterator[lab_layout.LabLayout]:
     """A lab directory the mysql user can reach, and ports free of any other lab."""
     base = Path("/var/tmp") / f"galera-doe-it-{secrets.token_hex(4)}"
     base.mkdir(mode=0o755)
     shutil.chown(base, "mysql", "mysql")
-    layout = lab_supervisor.free_layout(base)
+    layout = lab_layout.free_layout(base)
     yield layout
     lab_supervisor.LabCluster(layout).stop()
     shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def cluster(layout: lab_supervisor.LabLayout) -> Iterator[lab_supervisor.LabCluster]:
+def cluster(layout: lab_layout.LabLayout) -> Iterator[lab_supervisor.LabCluster]:
     """A two-node cluster brought up here, so its credentials are known to the external target."""
     lab = lab_supervisor.LabCluster(layout)
     lab.resize(2)
@@ -76,7 +76,7 @@ def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def service(
     settings: Settings,
-    layout: lab_supervisor.LabLayout,
+    layout: lab_layout.LabLayout,
     cluster: lab_supervisor.LabCluster,
     service_dir: Path,
 ) -> Iterator[Client]:

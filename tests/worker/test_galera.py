@@ -31,7 +31,8 @@ from worker.galera_sql import (
     global_status,
     set_globals,
 )
-from worker.lab_supervisor import LabCluster, LabLayout, free_layout
+from worker.lab_layout import LabLayout, free_layout
+from worker.lab_supervisor import LabCluster
 
 pytestmark = pytest.mark.integration
 

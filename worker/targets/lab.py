@@ -11,19 +11,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from worker import galera_sql, lab_supervisor
+from worker import galera_sql, lab_layout, lab_supervisor
 from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget
 
 LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
 
 
-def layout_from(settings: Mapping[str, Any]) -> lab_supervisor.LabLayout:
+def layout_from(settings: Mapping[str, Any]) -> lab_layout.LabLayout:
     """The cluster layout a `lab` target's settings describe (defaults for the rest)."""
     layout = {k: settings[k] for k in LAYOUT_SETTINGS if k in settings}
     if "base_dir" in layout:
         layout["base_dir"] = Path(layout["base_dir"])
-    return lab_supervisor.LabLayout(**layout)
+    return lab_layout.LabLayout(**layout)
 
 
 class LabTarget(ClusterTarget):
