@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from client.http import Client
+from experiments.numbers import format_value
 
 Json = dict[str, Any]
 
@@ -238,9 +239,9 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
         if blocked:
             row.append(str(point["block"]))
         if split:
-            row.append(_fmt(point["whole_plot"]))
+            row.append(format_value(point["whole_plot"]))
         row.append(point["point_type"])
-        row += [escape(_fmt(point["config"].get(name))) for name in factors]
+        row += [escape(format_value(point["config"].get(name))) for name in factors]
         row.append(", ".join(note))
         table.add_row(*row)
     console.print(table)
@@ -278,7 +279,7 @@ def print_analysis(
     """The whole model: fit statistics, coefficients, ranked factors, the optimum with its
     intervals, the stationary point, and the explanation."""
     console.print(
-        f"[bold]{analysis['model']} model of {escape(analysis['response'])}[/] from "
+        f"[bold]{escape(analysis['response'])}[/] ~ {escape(analysis['model_label'])}; from "
         f"{analysis['trials_used']} trials ({analysis['trials_failed']} failed, left out); "
         f"{escape(str(analysis.get('method') or 'ordinary least squares'))}"
     )
@@ -292,11 +293,7 @@ def print_analysis(
     _print_optimum(console, experiment, analysis)
     canonical = analysis.get("canonical")
     if canonical and canonical.get("nature"):
-        where = "inside" if canonical.get("inside") else "outside"
-        console.print(
-            f"stationary point: a {canonical['nature']} {where} the region at "
-            f"{escape(_settings(canonical.get('stationary_natural') or {}))}"
-        )
+        console.print(escape(stationary_sentence(canonical)))
     explanation = analysis.get("explanation") or {}
     for sentence in explanation.get("sentences") or []:
         console.print(escape(sentence))
@@ -429,7 +426,7 @@ def _print_optimum(
     table.add_column("value", justify="right")
     table.add_column("unit")
     for name, value in optimum["config"].items():
-        table.add_row(escape(name), escape(_fmt(value)), escape(units.get(name, "")))
+        table.add_row(escape(name), escape(format_value(value)), escape(units.get(name, "")))
     console.print(table)
     console.print(
         f"predicted {escape(response)} {optimum['predicted']:.1f}  "
@@ -460,7 +457,7 @@ def shorten(text: str | None, width: int = 60) -> str:
 
 
 def _settings(config: Mapping[str, Any], sep: str = " ") -> str:
-    return sep.join(f"{name}={_fmt(value)}" for name, value in config.items())
+    return sep.join(f"{name}={format_value(value)}" for name, value in config.items())
 
 
 def _listed(value: object) -> str:
@@ -468,7 +465,7 @@ def _listed(value: object) -> str:
         return ", ".join(f"{k}: {_listed(v)}" for k, v in value.items())
     if isinstance(value, list | tuple):
         return ", ".join(_listed(v) for v in value)
-    return _fmt(value)
+    return format_value(value)
 
 
 def _num(value: float | None, spec: str = ".1f") -> str:
@@ -481,5 +478,18 @@ def _p(value: float | None) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3g}"
 
 
-def _fmt(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+def stationary_sentence(canonical: Mapping[str, Any]) -> str:
+    """The canonical analysis in one line. A ridge is placed by its point nearest the centre;
+    a surface with no single stationary point says so instead of naming none."""
+    nature = canonical["nature"]
+    if nature == "ridge" and canonical.get("ridge_point_natural"):
+        across = f", a {canonical['ridge_of']} across it" if canonical.get("ridge_of") else ""
+        return (
+            f"stationary point: a ridge{across}; its point nearest the centre is at"
+            f" {_settings(canonical['ridge_point_natural'])}"
+        )
+    point = canonical.get("stationary_natural")
+    if not point:
+        return f"stationary point: none (the surface is a {nature} with no single stationary point)"
+    where = "inside" if canonical.get("inside") else "outside"
+    return f"stationary point: a {nature} {where} the region at {_settings(point)}"

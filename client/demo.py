@@ -22,7 +22,7 @@ def run_demo(
     spec_path: Path = QUICKSTART,
     *,
     timeout: float = 900.0,
-    model: str = "quadratic",
+    model: str | None = None,
     target: str | None = None,
 ) -> None:
     """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all.

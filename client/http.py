@@ -142,7 +142,7 @@ class Client:
         return self._call("POST", path, json=observations)  # type: ignore[no-any-return]
 
     def analysis(
-        self, experiment_id: int, *, response: str | None = None, model: str = "linear"
+        self, experiment_id: int, *, response: str | None = None, model: str | None = None
     ) -> dict[str, Any]:
         """The fitted model and its optimum."""
         params = _present(model=model, response=response)
@@ -156,7 +156,7 @@ class Client:
         x: str | None = None,
         y: str | None = None,
         response: str | None = None,
-        model: str = "auto",
+        model: str | None = None,
         points: int = 40,
         y_points: int | None = None,
     ) -> dict[str, Any]:
@@ -175,7 +175,7 @@ class Client:
         x: str | None = None,
         y: str | None = None,
         response: str | None = None,
-        model: str = "auto",
+        model: str | None = None,
         width: int = 800,
         height: int = 600,
     ) -> bytes:

@@ -12,14 +12,29 @@ def format_value(value: object) -> str:
     """A factor or response value as people read it.
 
     Whole numbers print without a decimal point (3, not 3.0), other numbers to four significant
-    digits, anything else (a categorical level) as it is.
+    digits without an exponent (1490, 12.25, 0.0123), anything else (a categorical level) as it is.
     """
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
         return str(value)
     number = float(value)
     if number.is_integer() and abs(number) < 1e15:
         return str(int(number))
-    return f"{number:.4g}"
+    return significant(number, 4)
+
+
+def significant(number: float, digits: int = 3) -> str:
+    """`number` rounded to `digits` significant digits, written out in full (1490, not 1.49e+03)."""
+    if not math.isfinite(number):
+        return str(number)
+    if number == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(number)))
+    decimals = digits - 1 - exponent
+    rounded = round(number, decimals)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) > exponent:
+        decimals -= 1  # 999.6 rounds up to 1000: one digit fewer after the point
+    text = f"{rounded:.{max(decimals, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_optional(value: float | None, spec: str) -> str:

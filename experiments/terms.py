@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
 from experiments.factors import Factor, FactorSpace, Value
 
 MODEL_ORDERS: tuple[str, ...] = ("linear", "interaction", "quadratic", "auto")
+# The factor index of block columns: blocks are not factors, but a term of their own.
+BLOCK = -1
+# The one default of every analysis, plot and command: it fits what the runs support.
+DEFAULT_MODEL = "auto"
 
 
 class ModelTerms:
@@ -26,9 +30,21 @@ class ModelTerms:
     categorical factor (dummy); the interaction and quadratic models add the product of every two
     main-effect columns of different factors, and the quadratic model the square of every numeric
     factor with at least three distinct observed levels (with two, a square is the intercept).
+
+    With two or more `blocks` (the distinct block labels of the runs, first the reference),
+    one treatment dummy per further block follows the intercept ("block[2]"), a fixed effect
+    in every model whose factor set is {BLOCK}. Predictions away from the runs (no block
+    given) are for the average block: each dummy at 1 / number of blocks.
     """
 
-    def __init__(self, space: FactorSpace, model: str, distinct: Sequence[int]) -> None:
+    def __init__(
+        self,
+        space: FactorSpace,
+        model: str,
+        distinct: Sequence[int],
+        blocks: Sequence[Hashable] = (),
+    ) -> None:
+        self.blocks = list(blocks) if len(blocks) >= 2 else []
         mains: list[tuple[str, int]] = []
         for i, factor in enumerate(space.factors):
             if factor.is_numeric:
@@ -48,12 +64,14 @@ class ModelTerms:
         ]
         self.names = [
             "Intercept",
+            *(f"block[{block}]" for block in self.blocks[1:]),
             *(name for name, _ in mains),
             *(f"{mains[a][0]}:{mains[b][0]}" for a, b in self.pairs),
             *(f"{mains[j][0]}^2" for j in self.squares),
         ]
         self.factors = [
             set(),
+            *({BLOCK} for _ in self.blocks[1:]),
             *({factor} for _, factor in mains),
             *({mains[a][1], mains[b][1]} for a, b in self.pairs),
             *({mains[j][1]} for j in self.squares),
@@ -69,17 +87,30 @@ class ModelTerms:
         subset.factors = [self.factors[i] for i in kept]
         return subset
 
-    def matrix(self, mains: np.ndarray) -> np.ndarray:
-        """Model matrix from main-effect columns (one row per point)."""
+    def matrix(self, mains: np.ndarray, blocks: Sequence[Hashable] | None = None) -> np.ndarray:
+        """Model matrix from main-effect columns (one row per point) and the block of each row
+        (None: the average block)."""
+        if blocks is None:
+            dummies = np.full((len(mains), len(self.blocks[1:])), 1.0 / max(len(self.blocks), 1))
+        else:
+            dummies = np.array(
+                [[float(b == level) for level in self.blocks[1:]] for b in blocks]
+            ).reshape(len(mains), len(self.blocks[1:]))
         full = np.column_stack(
             [
                 np.ones(len(mains)),
+                dummies,
                 mains,
                 *(mains[:, a] * mains[:, b] for a, b in self.pairs),
                 *(mains[:, j] ** 2 for j in self.squares),
             ]
         )
         return full if self._kept is None else full[:, self._kept]
+
+    @property
+    def factor_term_columns(self) -> list[int]:
+        """Indices of the columns that are not block dummies (intercept included)."""
+        return [j for j, factors in enumerate(self.factors) if BLOCK not in factors]
 
 
 def columns_of(factor: Factor) -> int:

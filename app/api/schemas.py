@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
+
+ModelOrder = Annotated[
+    str,
+    Query(
+        max_length=20,
+        description="model order: linear, interaction, quadratic, or auto (the default: the"
+        " terms the runs support, selected from the quadratic model by AICc)",
+    ),
+]
 
 Value = int | float | str
 
@@ -200,8 +210,19 @@ class ObservationIn(Strict):
     """One result measured elsewhere: the configuration and what it gave."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_OBSERVATION]})
-    config: dict[Name, ValueIn] = Field(max_length=30)
-    responses: dict[Name, Number] = Field(max_length=50)
+    config: dict[Name, ValueIn] = Field(max_length=30, description="the factor settings")
+    responses: dict[Name, Number] = Field(max_length=50, description="what the run measured")
+    block: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="the block the run belongs to (analysed as a fixed effect)",
+    )
+    whole_plot: int | None = Field(
+        default=None,
+        ge=1,
+        description="the whole plot of a split-plot run (hard-to-change settings)",
+    )
 
 
 class TrialOut(BaseModel):

@@ -84,6 +84,7 @@ async def fit_inputs(
         "constraints": parse_constraints(experiment.constraints, space),
         "labels": [f"trial {t.id}" for t in used],
         "whole_plots": [t.whole_plot for t in used],
+        "blocks": [t.block for t in used],
         "response": name,
         "limits": [
             analysis.ResponseLimit(

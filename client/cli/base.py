@@ -113,7 +113,12 @@ Timeout = Annotated[
     float, typer.Option(help="seconds to wait with --wait before giving up (the work goes on)")
 ]
 Model = Annotated[
-    str, typer.Option(help="model to fit: linear, interaction, quadratic or auto (AICc)")
+    str | None,
+    typer.Option(
+        help="model to fit: linear, interaction, quadratic or auto (the default: the terms the"
+        " runs support, selected by AICc)",
+        show_default=False,
+    ),
 ]
 
 

@@ -45,7 +45,7 @@ def submit(
         typer.Option(help="run on this target instead of the file's, e.g. simulated"),
     ] = None,
     timeout: Timeout = 3600.0,
-    model: Model = "quadratic",
+    model: Model = None,
 ) -> None:
     """Submit an experiment from a YAML file, start its trials and print its id.
 
@@ -90,7 +90,7 @@ def start_experiment(
         ),
     ] = False,
     timeout: Timeout = 3600.0,
-    model: Model = "quadratic",
+    model: Model = None,
 ) -> None:
     """Queue an experiment's pending trials, in run order."""
     with api_client(ctx) as client:
@@ -98,7 +98,13 @@ def start_experiment(
 
 
 def _start_and_follow(
-    client: Client, experiment_id: int, console: Console, *, wait: bool, timeout: float, model: str
+    client: Client,
+    experiment_id: int,
+    console: Console,
+    *,
+    wait: bool,
+    timeout: float,
+    model: str | None,
 ) -> None:
     started = client.start(experiment_id)
     console.print(f"started: {started['progress']['queued']} trials queued")
@@ -144,7 +150,7 @@ def analysis(
         str | None,
         typer.Option(help="response to model, e.g. tps (default: the objective's)"),
     ] = None,
-    model: Model = "quadratic",
+    model: Model = None,
 ) -> None:
     """Fit a model of one response: fit statistics, coefficients, ranked factors, optimum."""
     with api_client(ctx) as client:
@@ -296,9 +302,7 @@ def plot(
     response: Annotated[
         str | None, typer.Option(help="response to plot (default: the objective's)")
     ] = None,
-    model: Annotated[
-        str, typer.Option(help="linear, interaction, quadratic or auto (AICc selection)")
-    ] = "auto",
+    model: Model = None,
     width: Annotated[int, typer.Option(help="pixels")] = 800,
     height: Annotated[int, typer.Option(help="pixels")] = 600,
 ) -> None:

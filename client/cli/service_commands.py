@@ -58,7 +58,7 @@ def demo(
         Path, typer.Argument(metavar="[FILE.yaml]", help="experiment file (YAML)")
     ] = QUICKSTART,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the trials")] = 900.0,
-    model: Model = "quadratic",
+    model: Model = None,
     target: Annotated[
         str | None, typer.Option(help="run on this target instead, e.g. simulated (instant)")
     ] = None,

@@ -1,23 +1,44 @@
-"""Plain sentences about a fitted model, for a DBA to paste into a ticket."""
+"""Plain sentences about a fitted model, for a DBA to paste into a ticket.
+
+Every number a sentence states comes from the analysis it explains: an effect is read off the
+factor's profile (the prediction along the factor with the others at the optimum), so a peak
+inside the range is named as a peak and not described by its two ends. Numbers are rounded to
+three significant digits and written out in full (1490, not 1.49e+03); factor names are kept
+as they were given (identifiers, never capitalised).
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from experiments.numbers import format_value, significant
+
 ALPHA = 0.05
 # Below these the model is too weak to name an optimum with confidence.
 MIN_R_SQUARED = 0.5
-MIN_PREDICTED_R_SQUARED = 0.3
+MIN_PREDICTED_R_SQUARED = 0.5
+# From here on the model "predicts new runs well"; between the two, "fairly well".
+GOOD_PREDICTED_R_SQUARED = 0.8
+# A profile counts as a slope when no step goes against its overall direction by more than
+# this share of its range (rounding noise of a flat stretch is not a peak).
+_MONOTONE_TOLERANCE = 1e-9
+_MOST_IMPORTANT = 3
+_LEVELS_NAMED = 3
+
+
+class _Profile(Protocol):
+    settings: list[Any]
+    predicted: list[float]
+    best: Any
 
 
 class _Effect(Protocol):
     factor: str
-    change_at_optimum: float
     p_value: float | None
-    low: Any
-    high: Any
+    profile: _Profile
 
 
 class _Term(Protocol):
@@ -37,57 +58,105 @@ class Explanation:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Fit:
+    """How well the model fits, as the confidence sentence needs it."""
+
+    model: str
+    r_squared: float | None
+    predicted_r_squared: float | None
+    residual_df: int
+    lack_of_fit_p: float | None
+
+
 def explain(
     *,
     response: str,
+    goal: str,
     effects: Sequence[_Effect],
     terms: Sequence[_Term],
-    r_squared: float | None,
-    predicted_r_squared: float | None,
-    residual_df: int,
-    lack_of_fit_p: float | None,
+    fit: Fit,
     optimum: Mapping[str, Any],
     predicted: float,
     interval: tuple[float | None, float | None],
-    on_edge: Sequence[str],
+    on_edge: Mapping[str, str],
+    blocks: BlockShifts | None = None,
 ) -> Explanation:
-    """Rank the factors in words, name notable interactions, say how sure the model is."""
-    sentences = _effect_sentences(response, effects, terms)
-    confident, confidence = _confidence(r_squared, predicted_r_squared, residual_df)
+    """Rank the factors in words, name notable interactions, say how sure the model is.
+
+    `on_edge` maps each factor whose optimum sits at an end of a range that could be widened
+    to that end ("low" or "high"); `blocks` the block effects when the runs came in blocks.
+    """
+    sentences = _effect_sentences(response, goal, effects, terms)
+    if blocks is not None:
+        sentences.insert(0, block_sentence(response, blocks))
+    confident, confidence = _confidence(fit)
     sentences.append(confidence)
-    if lack_of_fit_p is not None and lack_of_fit_p < ALPHA:
-        sentences.append(
-            f"Replicated runs show lack of fit ({_p(lack_of_fit_p)}): the model's shape misses "
-            "something; try the quadratic model or a transform of the response."
-        )
-    settings = ", ".join(f"{name} = {_value(value)}" for name, value in optimum.items())
+    if fit.lack_of_fit_p is not None and fit.lack_of_fit_p < ALPHA:
+        sentences.append(_lack_of_fit(fit.model, fit.lack_of_fit_p))
+    settings = ", ".join(f"{name} = {format_value(value)}" for name, value in optimum.items())
     low, high = interval
-    band = f" (95 % prediction interval {low:.3g} to {high:.3g})" if low is not None else ""
+    band = (
+        f" (95 % prediction interval {significant(low)} to {significant(high)})"
+        if low is not None and high is not None
+        else ""
+    )
     verb = "Best predicted" if confident else "The model's best guess"
-    sentences.append(f"{verb}: {settings}, {response} about {predicted:.3g}{band}.")
+    sentences.append(f"{verb}: {settings}, {response} about {significant(predicted)}{band}.")
     if on_edge:
+        ends = ", ".join(
+            f"{name} (at the {end} end, {format_value(optimum[name])})"
+            for name, end in on_edge.items()
+        )
         sentences.append(
-            f"That optimum sits at the edge of the range of {', '.join(on_edge)}: the best may "
-            "lie beyond it; widen the range in a follow-up experiment."
+            f"That optimum sits at the edge of the range of {ends}: the best may lie beyond it;"
+            " widen the range in a follow-up experiment."
         )
     return Explanation(sentences=sentences, confident=confident)
 
 
+@dataclass(frozen=True)
+class BlockShifts:
+    """How much each block differs from the first (the block coefficients), and the p-value
+    of the block term."""
+
+    reference: str
+    shifts: dict[str, float]
+    p_value: float | None
+
+
+def block_sentence(response: str, blocks: BlockShifts) -> str:
+    """The block effect in words: each block against the first, then what the rest means."""
+    count = len(blocks.shifts) + 1
+    parts = ", ".join(
+        f"in block {label} about {significant(abs(shift))}"
+        f" {'higher' if shift > 0 else 'lower'} than in block {blocks.reference}"
+        for label, shift in blocks.shifts.items()
+    )
+    return (
+        f"The runs came in {count} blocks: {response} was {parts} ({_p(blocks.p_value)}). That"
+        " difference is taken out of the factor effects, and predictions are for the average"
+        " block."
+    )
+
+
 def _effect_sentences(
-    response: str, effects: Sequence[_Effect], terms: Sequence[_Term]
+    response: str, goal: str, effects: Sequence[_Effect], terms: Sequence[_Term]
 ) -> list[str]:
-    """The three most important significant factors, the quiet ones, the interactions."""
+    """The most important significant factors, the quiet ones, the interactions."""
     sentences = []
-    significant = [e for e in effects if e.p_value is not None and e.p_value < ALPHA]
-    for rank, effect in enumerate(significant[:3]):
-        lead = f"{_label(effect.factor)} matters most" if rank == 0 else f"Next, {effect.factor}"
-        direction = "raises" if effect.change_at_optimum > 0 else "lowers"
-        sentences.append(
-            f"{lead}: going from {_value(effect.low)} to {_value(effect.high)} {direction} "
-            f"{response} by about {abs(effect.change_at_optimum):.3g} at the best settings of "
-            f"the others ({_p(effect.p_value)})."
+    significant_effects = [e for e in effects if e.p_value is not None and e.p_value < ALPHA]
+    for rank, effect in enumerate(significant_effects[:_MOST_IMPORTANT]):
+        lead = (
+            f"The factor that matters most is {effect.factor}"
+            if rank == 0
+            else f"Next comes {effect.factor}"
         )
-    quiet = [e.factor for e in effects if e not in significant]
+        sentences.append(
+            f"{lead}: {profile_phrase(response, goal, effect.factor, effect.profile)}, with the"
+            f" other factors at their best settings ({_p(effect.p_value)})."
+        )
+    quiet = [e.factor for e in effects if e not in significant_effects]
     if quiet:
         sentences.append(
             f"No clear effect of {', '.join(quiet)} at the {ALPHA:g} level in this experiment."
@@ -102,35 +171,101 @@ def _effect_sentences(
     return sentences
 
 
-def _confidence(
-    r_squared: float | None, predicted_r_squared: float | None, residual_df: int
-) -> tuple[bool, str]:
+def profile_phrase(response: str, goal: str, factor: str, profile: _Profile) -> str:
+    """What a factor does to the response along its profile, in numbers read off it.
+
+    A slope is told by its ends ("going from 1 to 9 raises tps by about 245"); a best setting
+    inside the range by where it is and how much lower (higher, when minimizing) each end is;
+    a categorical factor by its best level and the others.
+    """
+    settings, values = profile.settings, profile.predicted
+    best = settings.index(profile.best)
+    top = values[best]
+    most, less = ("highest", "lower") if goal == "maximize" else ("lowest", "higher")
+    if not _is_numeric(settings):
+        others = sorted(
+            (i for i in range(len(settings)) if i != best),
+            key=lambda i: abs(top - values[i]),
+            reverse=True,
+        )[:_LEVELS_NAMED]
+        rest = ", ".join(
+            f"about {significant(abs(top - values[i]))} {less} with {format_value(settings[i])}"
+            for i in others
+        )
+        return (
+            f"{response} is {most} with {factor} = {format_value(profile.best)}"
+            f" (about {significant(top)}); {rest}"
+        )
+    first, last = values[0], values[-1]
+    if _monotone(values):
+        change = last - first
+        verb = "raises" if change > 0 else "lowers"
+        return (
+            f"going from {format_value(settings[0])} to {format_value(settings[-1])} {verb}"
+            f" {response} by about {significant(abs(change))}"
+        )
+    where = "near" if 0 < best < len(values) - 1 else "at"
+    return (
+        f"{response} is {most} {where} {factor} = {format_value(profile.best)}"
+        f" (about {significant(top)}); it is about {significant(abs(top - first))} {less} at"
+        f" {format_value(settings[0])} and about {significant(abs(top - last))} {less} at"
+        f" {format_value(settings[-1])}"
+    )
+
+
+def _is_numeric(settings: Sequence[Any]) -> bool:
+    return all(isinstance(s, int | float) and not isinstance(s, bool) for s in settings)
+
+
+def _monotone(values: Sequence[float]) -> bool:
+    """Whether the profile only rises or only falls (up to rounding noise)."""
+    span = max(values) - min(values)
+    tolerance = _MONOTONE_TOLERANCE * max(span, 1.0)
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    return all(s >= -tolerance for s in steps) or all(s <= tolerance for s in steps)
+
+
+def _confidence(fit: Fit) -> tuple[bool, str]:
     """Whether the model can be trusted to place the optimum, and the sentence that says so."""
-    if residual_df <= 0:
+    if fit.residual_df <= 0:
         return False, (
             "The model has as many terms as runs: nothing is left to measure noise, so its "
             "optimum is a guess. Add runs before acting on it."
         )
+    r_squared, predicted = fit.r_squared, fit.predicted_r_squared
     if r_squared is None or r_squared < MIN_R_SQUARED:
         return False, (
             f"The model explains only {_share(r_squared)} of the variation: the runs are noisy "
             "or the factors miss what drives the response. Do not trust the optimum yet."
         )
-    if predicted_r_squared is not None and predicted_r_squared < MIN_PREDICTED_R_SQUARED:
+    if predicted is not None and predicted < MIN_PREDICTED_R_SQUARED:
         return False, (
             f"The model fits these runs ({_share(r_squared)} of the variation) but predicts new "
-            f"ones poorly (predicted R² {predicted_r_squared:.2f}): confirm the optimum with runs."
+            f"ones poorly (predicted R² {predicted:.2f}): confirm the optimum with runs."
         )
-    predicts = (
-        f" and predicts new runs well (predicted R² {predicted_r_squared:.2f})."
-        if predicted_r_squared is not None
-        else "."
+    if predicted is None:
+        return True, f"The model explains {_share(r_squared)} of the variation."
+    how = "well" if predicted >= GOOD_PREDICTED_R_SQUARED else "fairly well"
+    return True, (
+        f"The model explains {_share(r_squared)} of the variation and predicts new runs {how}"
+        f" (predicted R² {predicted:.2f})."
     )
-    return True, f"The model explains {_share(r_squared)} of the variation{predicts}"
 
 
-def _label(name: str) -> str:
-    return name[:1].upper() + name[1:]
+def _lack_of_fit(model: str, p_value: float) -> str:
+    """What to try when replicated runs show the model's shape is wrong: a higher order only
+    when the model has none yet."""
+    if model in ("linear", "interaction"):
+        remedy = "try the quadratic model (with runs at three or more levels of each factor)"
+    else:
+        remedy = (
+            "try a transform of the response (see the Box-Cox suggestion), a log2 scale on a"
+            " factor that spans orders of magnitude, or check the runs for an outlier"
+        )
+    return (
+        f"Replicated runs show lack of fit ({_p(p_value)}): the model's shape misses something;"
+        f" {remedy}."
+    )
 
 
 def _p(p_value: float | None) -> str:
@@ -141,7 +276,3 @@ def _p(p_value: float | None) -> str:
 
 def _share(value: float | None) -> str:
     return "an undefined share" if value is None else f"{value:.0%}"
-
-
-def _value(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import scipy.stats
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.diagnostics import box_cox, diagnostics
-from experiments.analysis.explain import Explanation, explain
+from experiments.analysis.explain import BlockShifts, Explanation, Fit, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
 from experiments.analysis.optimize import (
     DesirabilityGoal,
@@ -31,11 +31,13 @@ from experiments.analysis.results import (
     Analysis,
     FactorEffect,
     Optimum,
+    Profile,
     ResponseGoal,
     ResponseLimit,
     Term,
 )
 from experiments.analysis.screening import Curvature, Lenth, curvature, lenth
+from experiments.analysis.selection import Selection
 from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot, hard_to_change_terms
 from experiments.analysis.statistics import (
     AnovaRow,
@@ -51,11 +53,13 @@ from experiments.analysis.surface import (
     natural_coefficients,
 )
 from experiments.constraints import Constraint
-from experiments.factors import Config, FactorSpace, Value
+from experiments.designs import factor_levels
+from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.goals import check_goal
 from experiments.lattice import candidate_values
 from experiments.numbers import finite_or_none
 from experiments.terms import (
+    DEFAULT_MODEL,
     MODEL_ORDERS,
     ModelTerms,
     columns_of,
@@ -64,6 +68,8 @@ from experiments.terms import (
 )
 
 MODELS: tuple[str, ...] = MODEL_ORDERS
+# Settings of a factor's profile when its range is not a short run of whole numbers.
+PROFILE_POINTS = 21
 
 
 def fit(
@@ -72,13 +78,14 @@ def fit(
     values: Sequence[float],
     *,
     goal: str = "maximize",
-    model: str = "linear",
+    model: str = DEFAULT_MODEL,
     constraints: Sequence[Constraint] = (),
     labels: Sequence[str] | None = None,
     response: str = "the response",
     limits: Sequence[ResponseLimit] = (),
     whole_plots: Sequence[int | None] | None = None,
     desirability: Sequence[ResponseGoal] = (),
+    blocks: Sequence[Hashable | None] | None = None,
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
@@ -90,12 +97,15 @@ def fit(
     order) the model is also fitted as a mixed model with a random whole-plot effect (REML), so
     hard-to-change factors are tested against the whole-plot error. With `desirability` the
     optimum maximizes the overall Derringer-Suich desirability of those responses instead.
+    With `blocks` (each run's block) in two or more blocks, the block is a fixed effect of the
+    model: its own ANOVA row, pure error within blocks, and the optimum and every prediction
+    for the average block (Montgomery, Design and Analysis of Experiments, 11.4.3).
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels and the factor constraints.
     """
     check_goal(goal)
-    fitted = fit_model(space, configs, values, model)
+    fitted = fit_model(space, configs, values, model, blocks)
     observed, y, terms, x, results = (
         fitted.observed,
         fitted.y,
@@ -109,12 +119,15 @@ def fit(
         term_list = _terms(results, terms.names)
         best = _optimum(fitted, goal, constraints, limits, desirability)
         table = anova(results, x, terms.names, terms.factors)
-        ranked = _ranked_effects(space, terms, results, table, best)
+        ranked = _ranked_effects(space, terms, results, table, best, goal)
         statistics = fit_statistics(results, x, y)
         split = _split_plot(space, terms, x, y, whole_plots)
-        misfit = lack_of_fit([tuple(c[n] for n in space.names) for c in observed], y, results)
+        misfit = lack_of_fit(_replicate_keys(fitted), y, results)
+        factor_terms = terms.factor_term_columns
+        factor_names = [terms.names[j] for j in factor_terms]
         return Analysis(
             model=model,
+            model_label=model_label(model, fitted.selection, terms.names),
             goal=goal,
             n_observations=len(y),
             terms=term_list,
@@ -128,40 +141,60 @@ def fit(
             anova=table,
             fit=statistics,
             lack_of_fit=misfit,
-            curvature=_curvature(space, observed, y),
-            lenth=_lenth(space, observed, y),
+            curvature=None if fitted.blocks else _curvature(space, observed, y),
+            lenth=None if fitted.blocks else _lenth(space, observed, y),
             diagnostics=diagnostics(results, labels),
             box_cox=box_cox(y, x),
-            canonical=canonical(results.params, terms.names, space),
-            natural_terms=_natural_terms(results, terms.names, space),
+            canonical=canonical(results.params[factor_terms], factor_names, space),
+            natural_terms=[
+                *_natural_terms(results, factor_terms, factor_names, space),
+                *(term_list[j] for j in range(len(terms.names)) if j not in factor_terms),
+            ],
             split_plot=split,
             method=_method(split),
-            explanation=_explanation(response, ranked, term_list, statistics, misfit, best),
+            explanation=_explanation(
+                response, goal, fitted, (ranked, term_list, statistics, misfit, best, table)
+            ),
         )
 
 
 def _explanation(
     response: str,
-    ranked: list[FactorEffect],
-    terms: list[Term],
-    statistics: FitStatistics,
-    misfit: LackOfFit | None,
-    best: Optimum,
+    goal: str,
+    fitted: FittedModel,
+    parts: tuple[
+        list[FactorEffect], list[Term], FitStatistics, LackOfFit | None, Optimum, list[AnovaRow]
+    ],
 ) -> Explanation:
     """The analysis in sentences, from the parts `fit` computed."""
+    ranked, terms, statistics, misfit, best, table = parts
+    selection = fitted.selection
     return explain(
         response=response,
+        goal=goal,
         effects=ranked,
         terms=terms,
-        r_squared=statistics.r_squared,
-        predicted_r_squared=statistics.predicted_r_squared,
-        residual_df=statistics.residual_df,
-        lack_of_fit_p=misfit.p_value if misfit is not None else None,
+        fit=Fit(
+            model=selection.start if selection is not None else fitted.order,
+            r_squared=statistics.r_squared,
+            predicted_r_squared=statistics.predicted_r_squared,
+            residual_df=statistics.residual_df,
+            lack_of_fit_p=misfit.p_value if misfit is not None else None,
+        ),
         optimum=best.config,
         predicted=best.predicted,
         interval=(best.pi_low, best.pi_high),
-        on_edge=best.on_edge,
+        on_edge=widenable_edges(fitted.space, fitted.observed, best.config),
+        blocks=_block_shifts(fitted, terms, table) if fitted.blocks else None,
     )
+
+
+def _block_shifts(fitted: FittedModel, terms: list[Term], table: list[AnovaRow]) -> BlockShifts:
+    """The block coefficients against the first block, and the block term's p-value."""
+    reference, *others = fitted.terms.blocks
+    shifts = {str(b): terms[fitted.terms.names.index(f"block[{b}]")].coefficient for b in others}
+    p_value = next((row.p_value for row in table if row.source == "block"), None)
+    return BlockShifts(reference=str(reference), shifts=shifts, p_value=p_value)
 
 
 def _terms(results: RegressionResults, names: Sequence[str]) -> list[Term]:
@@ -187,12 +220,13 @@ def _ranked_effects(
     results: RegressionResults,
     table: Sequence[AnovaRow],
     best: Optimum,
+    goal: str,
 ) -> list[FactorEffect]:
     """Every factor in the model, most important first (share of the sum of squares, then
     size of the effect)."""
     at_optimum = main_columns(space, [best.config])[0]
     effects = [
-        _effect(space, terms, results, i, at_optimum, _share(table, terms, i))
+        _effect(space, terms, results, i, at_optimum, _share(table, terms, i), goal)
         for i, f in enumerate(space.factors)
         if columns_of(f)
     ]
@@ -287,6 +321,7 @@ def _effect(
     index: int,
     at_optimum: np.ndarray,
     share: float | None,
+    goal: str,
 ) -> FactorEffect:
     factor = space.factors[index]
     settings: list[Value]
@@ -294,11 +329,11 @@ def _effect(
         settings = [factor.check_value(end) for end in factor.bounds]
     else:
         settings = list(factor.levels or ())
-    block = factor_columns(factor, settings)
     start = sum(columns_of(f) for f in space.factors[:index])
 
-    def predicted(base: np.ndarray) -> np.ndarray:
-        rows = np.tile(base, (len(settings), 1))
+    def predicted(base: np.ndarray, along: Sequence[Value] = settings) -> np.ndarray:
+        block = factor_columns(factor, along)
+        rows = np.tile(base, (len(along), 1))
         rows[:, start : start + block.shape[1]] = block
         return np.asarray(terms.matrix(rows) @ results.params)
 
@@ -321,7 +356,23 @@ def _effect(
         direction="increases" if change > 0 else "decreases" if change < 0 else "none",
         low=settings[low],
         high=settings[high],
+        profile=_profile(factor, lambda along: predicted(at_optimum, along), goal),
     )
+
+
+def _profile(
+    factor: Factor, predicted: Callable[[Sequence[Value]], np.ndarray], goal: str
+) -> Profile:
+    """The factor's predicted curve with the others at the optimum (see `Profile`)."""
+    if not factor.is_numeric:
+        settings = list(factor.levels or ())
+    elif factor.kind == "integer" and factor.bounds[1] - factor.bounds[0] <= PROFILE_POINTS - 1:
+        settings = list(range(int(factor.bounds[0]), int(factor.bounds[1]) + 1))
+    else:
+        settings = sorted({value for _, value in factor_levels(factor, PROFILE_POINTS)})
+    values = [float(v) for v in predicted(settings)]
+    pick = int(np.argmax(values) if goal == "maximize" else np.argmin(values))
+    return Profile(settings=settings, predicted=values, best=settings[pick])
 
 
 def _share(table: Sequence[AnovaRow], terms: ModelTerms, index: int) -> float | None:
@@ -370,9 +421,7 @@ def _optimum(
         ci_high=finite_or_none(frame["mean_ci_upper"].iloc[0]),
         pi_low=finite_or_none(frame["obs_ci_lower"].iloc[0]),
         pi_high=finite_or_none(frame["obs_ci_upper"].iloc[0]),
-        on_edge=[
-            f.name for f in space.factors if f.is_numeric and float(config[f.name]) in f.bounds
-        ],
+        on_edge=list(widenable_edges(space, observed, config)),
         search=search.search,
         region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
         neighbours_checked=search.neighbours_checked,
@@ -415,17 +464,21 @@ def _desirability_goals(
     ]
 
 
-def _natural_terms(results: RegressionResults, names: list[str], space: FactorSpace) -> list[Term]:
-    """The coefficients rewritten in natural units (a log2 factor as log2 of its value), with
-    SE, t, p and CI carried through the linear map from coded to natural coefficients."""
-    params = np.asarray(results.params, dtype=float)
+def _natural_terms(
+    results: RegressionResults, columns: list[int], names: list[str], space: FactorSpace
+) -> list[Term]:
+    """The coefficients of the factor terms (`columns`, named `names`) rewritten in natural
+    units (a log2 factor as log2 of its value), with SE, t, p and CI carried through the
+    linear map from coded to natural coefficients."""
+    params = np.asarray(results.params, dtype=float)[columns]
     natural = natural_coefficients(params, names, space)
     # The rewrite is linear in the coded coefficients: its matrix, one basis vector at a time.
     basis = [natural_coefficients(np.eye(len(params))[j], names, space) for j in range(len(params))]
     keys = list(natural)
     transform = np.array([[column[key] for column in basis] for key in keys])
     with np.errstate(divide="ignore", invalid="ignore"):
-        covariance = transform @ np.asarray(results.cov_params()) @ transform.T
+        coded_covariance = np.asarray(results.cov_params())[np.ix_(columns, columns)]
+        covariance = transform @ coded_covariance @ transform.T
         errors = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
         t = np.array([natural[k] for k in keys]) / errors
     df = results.df_resid
@@ -444,6 +497,14 @@ def _natural_terms(results: RegressionResults, names: list[str], space: FactorSp
     ]
 
 
+def _replicate_keys(fitted: FittedModel) -> list[Hashable]:
+    """What makes two runs replicates: the same configuration, in the same block."""
+    configs = [tuple(c[n] for n in fitted.space.names) for c in fitted.observed]
+    if fitted.blocks is None:
+        return list(configs)
+    return list(zip(fitted.blocks, configs, strict=True))
+
+
 def _best_observed(
     observed: list[Config], results: RegressionResults, goal: str, count: int = 5
 ) -> list[Config]:
@@ -456,3 +517,39 @@ def _best_observed(
 def _predictor(terms: ModelTerms, results: RegressionResults) -> Predictor:
     params = np.asarray(results.params)
     return lambda mains: terms.matrix(mains) @ params
+
+
+def model_label(model: str, selection: Selection | None, term_names: Sequence[str]) -> str:
+    """The model named by its terms, e.g. "auto (selected from the quadratic model by AICc):
+    nodes + threads + nodes:threads"."""
+    formula = " + ".join(name for name in term_names if name != "Intercept") or "intercept only"
+    if selection is None:
+        return f"{model}: {formula}"
+    criterion = "AICc" if selection.criterion == "aicc" else f"p < {selection.alpha}"
+    return f"{model} (selected from the {selection.start} model by {criterion}): {formula}"
+
+
+def widenable_edges(
+    space: FactorSpace, observed: Sequence[Config], config: Mapping[str, Value]
+) -> dict[str, str]:
+    """The numeric factors `config` sets at an end of their range ("low" or "high") where a
+    follow-up could widen the range: not a factor the runs held at one setting, not a count
+    at 0 or 1 (no fewer nodes than one), not a non-negative quantity at 0, not a share at 1."""
+    edges = {}
+    for factor in space.factors:
+        if not factor.is_numeric or len({c[factor.name] for c in observed}) < 2:
+            continue
+        low, high = factor.bounds
+        value = float(config[factor.name])
+        if value == low and not _at_floor(factor, low):
+            edges[factor.name] = "low"
+        elif value == high and not (factor.kind == "continuous" and low >= 0 and high == 1):
+            edges[factor.name] = "high"
+    return edges
+
+
+def _at_floor(factor: Factor, low: float) -> bool:
+    """Whether nothing lies below `low`: a count at 0 or 1, a non-negative quantity at 0."""
+    if factor.kind == "integer":
+        return low in (0, 1)
+    return low == 0

@@ -9,12 +9,10 @@ from dataclasses import asdict, dataclass
 from experiments.analysis.diagnostics import BoxCox, Diagnostics
 from experiments.analysis.explain import Explanation
 from experiments.analysis.screening import Curvature, Lenth
+from experiments.analysis.selection import Selection
 from experiments.analysis.split_plot import SplitPlotFit
 from experiments.analysis.statistics import AnovaRow, FitStatistics, LackOfFit
-from experiments.analysis.surface import (
-    Canonical,
-    Selection,
-)
+from experiments.analysis.surface import Canonical
 from experiments.factors import Config, Value
 from experiments.numbers import format_optional
 
@@ -58,6 +56,20 @@ class Term:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """The predicted response along one factor with every other factor at the optimum.
+
+    `settings` run over the factor's range (every whole number of a small integer range, else
+    21 evenly spaced coded steps) or its levels; `best` is the setting of the best prediction
+    by the analysis goal.
+    """
+
+    settings: list[Value]
+    predicted: list[float]
+    best: Value
+
+
+@dataclass(frozen=True)
 class FactorEffect:
     """How much one factor matters.
 
@@ -67,7 +79,8 @@ class FactorEffect:
     the two levels whose predictions differ most (in level order). `share_of_ss` is the percent
     of the total sum of squares explained by all terms that contain the factor (type II), the
     ranking key. The p-value tests every term that contains the factor at once; `direction`
-    ("increases", "decreases" or "none") is that of the change at the optimum.
+    ("increases", "decreases" or "none") is that of the change at the optimum. `profile` is the
+    whole predicted curve at the optimum, which tells a peak inside the range from a slope.
     """
 
     factor: str
@@ -78,6 +91,7 @@ class FactorEffect:
     direction: str
     low: Value
     high: Value
+    profile: Profile
 
 
 @dataclass(frozen=True)
@@ -111,9 +125,14 @@ class Optimum:
 
 @dataclass(frozen=True)
 class Analysis:
-    """A fitted model: terms, fit statistics, factors ranked by effect size, and the optimum."""
+    """A fitted model: terms, fit statistics, factors ranked by effect size, and the optimum.
+
+    `model` is the order asked for; `model_label` says which terms were fitted, e.g. "auto
+    (selected from the quadratic model by AICc): nodes + threads + threads^2".
+    """
 
     model: str
+    model_label: str
     goal: str
     n_observations: int
     terms: list[Term]
@@ -145,7 +164,7 @@ class Analysis:
         """A readable text report: fit statistics, coefficient table, effects, optimum."""
         width = max(len("term"), *(len(t.name) for t in self.terms))
         lines = [
-            f"OLS on coded factors: {self.model} model, {self.n_observations} observations",
+            f"OLS on coded factors: {self.model_label}; {self.n_observations} observations",
             f"R-squared {format_optional(self.r_squared, '.4f')}   adj. R-squared "
             f"{format_optional(self.adj_r_squared, '.4f')}   "
             f"RMSE {format_optional(self.rmse, '.4g')}   residual df {self.residual_df}",

@@ -24,7 +24,7 @@ import statsmodels.api as sm
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.numbers import finite_or_none
-from experiments.terms import ModelTerms
+from experiments.terms import BLOCK, ModelTerms
 
 __all__ = ["FixedEffect", "SplitPlotFit", "fit_split_plot", "hard_to_change_terms"]
 
@@ -80,7 +80,9 @@ def hard_to_change_terms(space: FactorSpace, terms: ModelTerms) -> set[str]:
     return {
         name
         for name, factors in zip(terms.names, terms.factors, strict=True)
-        if factors and all(space.factors[i].hard_to_change for i in factors)
+        if factors
+        and BLOCK not in factors
+        and all(space.factors[i].hard_to_change for i in factors)
     }
 
 

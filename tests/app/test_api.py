@@ -238,13 +238,18 @@ async def test_bad_observations_are_refused_whole(api):
     ).status_code == 422
 
 
-async def test_observations_only_for_manual_targets(api):
+async def test_observations_seed_a_runnable_target_and_are_never_run(api):
     created = await create(api, SIMULATED)
     good = {"config": {"nodes": 3, "threads_per_client": 8, "wsrep_slave_threads": 1},
-            "responses": {"tps": 1300}}  # fmt: skip
+            "responses": {"tps": 1300}, "block": 2, "whole_plot": 5}  # fmt: skip
     response = await api.post(f"/experiments/{created['id']}/observations", json=[good])
-    assert response.status_code == 409
-    assert "manual" in response.json()["detail"]
+    assert response.status_code == 201, response.text
+    imported = response.json()[0]
+    assert imported["status"] == "succeeded" and imported["source"] == "observation"
+    assert (imported["block"], imported["whole_plot"]) == (2, 5)
+    experiment = (await api.get(f"/experiments/{created['id']}")).json()
+    assert experiment["status"] == created["status"]
+    assert experiment["progress"]["queued"] == 0
 
 
 async def test_a_cancelled_experiment_takes_no_observations(api):
@@ -341,7 +346,7 @@ async def test_analysis_refuses_what_the_data_cannot_support_with_422(api):
     path = f"/experiments/{created['id']}/analysis"
     cases = [
         ({"response": "latency_p95_ms"}, ["query", "response"], "measured by 0"),
-        ({"model": "quadratic"}, ["query", "response"], "needs at least"),
+        ({"model": "quadratic"}, ["query", "model"], "needs at least 7 successful runs"),
         ({"model": "cubic"}, ["query", "model"], "one of"),
     ]
     for params, loc, words in cases:
@@ -450,3 +455,35 @@ async def test_the_server_app_hides_what_lives_from_startup_from_the_collector(s
             assert gc.get_freeze_count() > 100_000
     finally:
         gc.unfreeze()
+
+
+async def test_observations_in_blocks_are_analysed_with_a_block_effect(api):
+    from tests.experiments.test_analysis_blocks import CHEM
+
+    spec = {
+        "name": "chemical reaction, two blocks",
+        "target": "manual",
+        "factors": [
+            {"name": "time", "low": 77.93, "high": 92.07},
+            {"name": "temp", "low": 167.93, "high": 182.07},
+        ],
+        "design": None,
+        "objective": {"response": "yield_pct"},
+    }
+    created = await create(api, spec)
+    observations = [
+        {"config": {"time": time, "temp": temp}, "responses": {"yield_pct": y}, "block": block}
+        for time, temp, y, block in CHEM
+    ]
+    # The ranges reach the axial points; the block coefficient and R^2 do not depend on coding.
+    response = await api.post(f"/experiments/{created['id']}/observations", json=observations)
+    assert response.status_code == 201, response.text
+    analysis = await api.get(
+        f"/experiments/{created['id']}/analysis", params={"model": "quadratic"}
+    )
+    assert analysis.status_code == 200, analysis.text
+    body = analysis.json()
+    terms = {t["name"]: t["coefficient"] for t in body["terms"]}
+    assert terms["block[2]"] == pytest.approx(-4.457530, abs=5e-7)
+    assert body["r_squared"] == pytest.approx(0.9981, abs=5e-5)
+    assert body["explanation"]["sentences"][0].startswith("The runs came in 2 blocks")

@@ -176,7 +176,7 @@ PILOT_YIELD = [60, 72, 54, 68, 52, 83, 45, 80]
 
 
 def test_box_hunter_hunter_pilot_plant_with_a_categorical_catalyst():
-    linear = fit(PILOT_SPACE, PILOT_CONFIGS, PILOT_YIELD)
+    linear = fit(PILOT_SPACE, PILOT_CONFIGS, PILOT_YIELD, model="linear")
     assert effects(linear) == pytest.approx({"T": 23.0, "C": -5.0, "K": 1.5})
     assert coefficients(linear)["K[B]"] == pytest.approx(1.5)
     assert (linear.ranked_factors[2].low, linear.ranked_factors[2].high) == ("A", "B")
@@ -250,16 +250,24 @@ def test_large_lattices_are_searched_coordinate_wise():
 
 def test_too_few_observations_say_how_many_are_needed():
     configs = standard_order({"threads": [4, 64], "nodes": [1, 9]})
+    observed = [dict(c, slave_threads=1) for c in configs]
     with pytest.raises(DomainError) as error:
-        fit(GALERA, [dict(c, slave_threads=1) for c in configs], [1.0, 2.0, 3.0, 4.0])
-    assert error.value.field == "response"
-    assert "at least 5 observations" in error.value.rule
+        fit(GALERA, observed, [1.0, 2.0, 3.0, 4.0], model="linear")
+    assert error.value.field == "model"
+    assert "needs at least 5 successful runs; 4 given" in error.value.rule
+    with pytest.raises(DomainError) as error:
+        fit(GALERA, observed[:2], [1.0, 2.0])
+    assert error.value.field == "model"
+    assert error.value.rule == (
+        "needs at least 3 successful runs to fit even the linear model of the factors the runs"
+        " vary; 2 given"
+    )
 
 
 def test_interaction_model_needs_more_observations():
     configs = standard_order({"T": [160, 180], "C": [20, 40]})
     two = space({"name": "T", "low": 160, "high": 180}, {"name": "C", "low": 20, "high": 40})
-    with pytest.raises(DomainError, match="at least 5 observations"):
+    with pytest.raises(DomainError, match="at least 5 successful runs"):
         fit(two, configs, [1.0, 2.0, 3.0, 4.0], model="interaction")
 
 
@@ -280,9 +288,18 @@ def test_values_and_configs_must_pair_up():
 def test_a_factor_that_never_varied_cannot_be_estimated():
     configs = [dict(c, catalyst=1) for c in YIELD_CONFIGS]
     with pytest.raises(DomainError) as error:
-        fit(YIELD_SPACE, configs, YIELD)
-    assert error.value.field == "response"
-    assert "cannot separate" in error.value.rule
+        fit(YIELD_SPACE, configs, YIELD, model="linear")
+    assert error.value.field == "model"
+    assert "cannot separate catalyst from the other terms of the linear model" in error.value.rule
+
+
+def test_auto_leaves_out_what_the_runs_cannot_separate_and_says_so():
+    configs = [dict(c, catalyst=1) for c in YIELD_CONFIGS]
+    analysis = fit(YIELD_SPACE, configs, YIELD)
+    assert analysis.selection is not None
+    assert "catalyst" in analysis.selection.aliased
+    assert all("catalyst" not in term.name for term in analysis.terms)
+    assert analysis.model_label.startswith("auto (selected from the quadratic model by AICc): ")
 
 
 def test_bad_configs_name_the_observation_and_factor():

@@ -16,12 +16,8 @@ from hypothesis import strategies as st
 from scipy.optimize import fsolve
 
 from experiments.analysis import fit
-from experiments.analysis.surface import (
-    RIDGE_RATIO,
-    canonical,
-    natural_coefficients,
-    select_terms,
-)
+from experiments.analysis.selection import select_terms
+from experiments.analysis.surface import RIDGE_RATIO, canonical, natural_coefficients
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.terms import ModelTerms, main_columns

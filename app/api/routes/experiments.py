@@ -26,6 +26,7 @@ from app.api.schemas import (
     ExperimentIn,
     ExperimentOut,
     ExperimentWithTrialsOut,
+    ModelOrder,
     ObservationIn,
     TrialOut,
     error_responses,
@@ -33,13 +34,14 @@ from app.api.schemas import (
 from app.services import (
     analysis_inputs,
     experiment_commands,
-    manual_observations,
     optimization_loop,
     progress,
 )
 from app.services.experiment_commands import NewExperiment
 from app.services.idempotency import Idempotency
+from app.services.observations import record_observations as store_observations
 from app.services.progress import ExperimentDetail
+from experiments.terms import DEFAULT_MODEL
 
 router = APIRouter(
     prefix="/experiments",
@@ -194,9 +196,10 @@ async def record_observations(
         list[ObservationIn], Body(min_length=1, max_length=1000, examples=[[EXAMPLE_OBSERVATION]])
     ],
 ) -> list[TrialOut]:
-    """Record results measured elsewhere (manual targets only); all or none are stored. A
-    running optimization loop then plans its next round."""
-    trials = await manual_observations.record_observations(
+    """Record results measured elsewhere, on any target; all or none are stored. On a runnable
+    target they are imported runs (never run again). A running optimization loop then plans
+    its next round."""
+    trials = await store_observations(
         session,
         experiment_id=experiment_id,
         observations=[o.model_dump() for o in observations],
@@ -215,7 +218,7 @@ async def analyze_experiment(
     session: SessionDep,
     targets: TargetsDep,
     response: Annotated[str | None, Query(max_length=64)] = None,
-    model: Annotated[str, Query(max_length=20)] = "linear",
+    model: ModelOrder = DEFAULT_MODEL,
 ) -> AnalysisOut:
     """Fit a model of one response (the objective's by default) and report its optimum."""
     report = await analysis_inputs.analyze(

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, SessionDep, TargetsDep
-from app.api.schemas import KEYED_RESPONSES, SurfaceOut, error_responses
+from app.api.schemas import (
+    KEYED_RESPONSES,
+    ModelOrder,
+    SurfaceOut,
+    error_responses,
+)
 from app.services import plots
 from app.services.plots import PlotKind
+from experiments.terms import DEFAULT_MODEL
 
 router = APIRouter(
     prefix="/experiments",
@@ -24,10 +30,6 @@ FactorName = Annotated[str | None, Query(max_length=64, description="a factor of
 ResponseName = Annotated[
     str | None, Query(max_length=64, description="the response (the objective's by default)")
 ]
-Model = Annotated[
-    Literal["linear", "interaction", "quadratic", "auto"],
-    Query(description="model order; auto selects terms from the quadratic model by AICc"),
-]
 
 
 @router.get("/{experiment_id}/surface")
@@ -38,7 +40,7 @@ async def get_surface(
     x: FactorName = None,
     y: FactorName = None,
     response: ResponseName = None,
-    model: Model = "auto",
+    model: ModelOrder = DEFAULT_MODEL,
     points: Annotated[int, Query(ge=2, le=200, description="settings per numeric axis")] = 40,
     y_points: Annotated[
         int | None, Query(ge=2, le=200, description="settings of y (default: points)")
@@ -78,7 +80,7 @@ async def get_plot(
     x: FactorName = None,
     y: FactorName = None,
     response: ResponseName = None,
-    model: Model = "auto",
+    model: ModelOrder = DEFAULT_MODEL,
     width: Annotated[int, Query(ge=200, le=2400, description="pixels")] = 800,
     height: Annotated[int, Query(ge=200, le=2400, description="pixels")] = 600,
 ) -> Response:

@@ -1,4 +1,9 @@
-"""Results measured elsewhere (manual targets), recorded all or none."""
+"""Results measured elsewhere, recorded all or none, on any target.
+
+On a manual target they are how trials get results at all; on a runnable target (simulated,
+lab, external) they are imported runs that seed the experiment (a warm start): stored as
+succeeded trials from source "observation", never queued, never run again.
+"""
 
 from __future__ import annotations
 
@@ -28,18 +33,16 @@ async def record_observations(
     observations: Sequence[Mapping[str, Any]],
     targets: Mapping[str, TargetSpec],
 ) -> list[Trial]:
-    """Store results measured elsewhere (manual targets): all of them or, on any error, none.
+    """Store results measured elsewhere: all of them or, on any error, none.
 
-    An observation whose configuration matches a pending planned trial fills that trial;
-    any other becomes a new trial.
+    An observation whose configuration matches a pending planned trial fills that trial (it
+    will not be run); any other becomes a new trial. `block` and `whole_plot`, when given,
+    say which block and whole plot the run belongs to, for the analysis. On a manual target
+    the experiment is completed once no planned trial is left; on a runnable target its
+    status stays what starting and running it make it.
     """
     experiment = await experiment_of(session, experiment_id)
     target = target_of(targets, experiment.target)
-    if target.runnable:
-        raise ConflictError(
-            f"target '{target.name}' is {target.kind}: its trials are run by the workers; "
-            "observations are recorded only for manual targets"
-        )
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(
             f"experiment {experiment_id} was cancelled: it takes no more observations"
@@ -50,14 +53,14 @@ async def record_observations(
         raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
     space = experiment.factor_space
     checked = [
-        (_observed_config(space, item, i), _observed_responses(item, i))
+        (_observed_config(space, item, i), _observed_responses(item, i), _layout(item, i))
         for i, item in enumerate(observations)
     ]
     pending = list(await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING))
     next_order = await rows.max_run_order(session, experiment_id)
     now = utcnow()
     recorded: list[Trial] = []
-    for config, responses in checked:
+    for config, responses, layout in checked:
         trial = next((t for t in pending if t.config == config), None)
         if trial is None:
             next_order += 1
@@ -74,11 +77,14 @@ async def record_observations(
             pending.remove(trial)
         trial.status = TrialStatus.SUCCEEDED
         trial.responses = responses
+        for name, value in layout.items():
+            setattr(trial, name, value)
         trial.started_at = trial.finished_at = now
         recorded.append(trial)
-    looping = await rows.running_optimization(session, experiment_id) is not None
-    done = not pending and not looping
-    experiment.status = ExperimentStatus.COMPLETED if done else ExperimentStatus.RUNNING
+    if not target.runnable:
+        looping = await rows.running_optimization(session, experiment_id) is not None
+        done = not pending and not looping
+        experiment.status = ExperimentStatus.COMPLETED if done else ExperimentStatus.RUNNING
     await session.commit()
     return recorded
 
@@ -91,6 +97,19 @@ def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dic
         return space.check_config(config)
     except DomainError as error:
         raise DomainError(f"observations.{i}.config.{error.field}", error.rule) from None
+
+
+def _layout(item: Mapping[str, Any], i: int) -> dict[str, int]:
+    """The block and whole plot an observation names (whole numbers of at least 1)."""
+    layout = {}
+    for name in ("block", "whole_plot"):
+        value = item.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DomainError(f"observations.{i}.{name}", "must be a whole number of at least 1")
+        layout[name] = value
+    return layout
 
 
 def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
