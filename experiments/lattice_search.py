@@ -10,7 +10,10 @@ time from the caller's starts (exact for a linear model only). It then checks th
 against its neighbours on the factors given by a range (+-1 on an integer factor, a shrinking
 coded step on a continuous one; every combination of up to `_JOINT_NEIGHBOURS` integer factors,
 continuous factors one at a time) and moves to a better neighbour until none is better; a
-neighbour off the lattice (a coarse grid) is added to it.
+neighbour off the lattice (a coarse grid) is added to it. With `polish`, the continuous
+factors are then refined jointly by Nelder-Mead (bounded to the ranges): it needs no
+gradient and tolerates kinks, as an overall desirability has, and follows a curved ridge
+that one-factor-at-a-time steps stall on.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.optimize
 
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
@@ -33,6 +37,11 @@ _JOINT_NEIGHBOURS = 6
 _MAX_MOVES = 10_000
 # The finest step, in coded units, on a continuous factor (a 400th of its range).
 _FINEST = 0.005
+# Nelder-Mead's first simplex reaches this far (coded units) from the point it polishes, and
+# it stops when the simplex is this small; restarts from its own result escape a collapse.
+_SIMPLEX = 0.1
+_POLISHED = 1e-5
+_POLISH_RESTARTS = 2
 
 # Rows of per-factor candidate indices -> one score per row (higher is better, -inf infeasible).
 Score = Callable[[np.ndarray], np.ndarray]
@@ -56,6 +65,7 @@ class Lattice:
         self._natural = [natural for natural, _, _ in arrays]
         self._coded = [coded for _, coded, _ in arrays]
         self._columns = [columns for _, _, columns in arrays]
+        self._positions = [{v: i for i, v in enumerate(values)} for values in self.values]
 
     @property
     def sizes(self) -> list[int]:
@@ -88,10 +98,11 @@ class Lattice:
 
     def index_of(self, config: Mapping[str, Value]) -> list[int] | None:
         """The point of a configuration, or None when a value is not a candidate."""
-        pairs = list(zip(self.space.names, self.values, strict=True))
-        if any(config.get(name) not in values for name, values in pairs):
-            return None
-        return [values.index(config[name]) for name, values in pairs]
+        index = [
+            positions.get(config.get(name))  # type: ignore[arg-type]
+            for name, positions in zip(self.space.names, self._positions, strict=True)
+        ]
+        return None if any(i is None for i in index) else index  # type: ignore[return-value]
 
     def nearest(self, coded: Sequence[float]) -> list[int]:
         """The point nearest a coded position, factor by factor."""
@@ -100,10 +111,18 @@ class Lattice:
 
     def add(self, f: int, value: Value) -> int:
         """The index of `value` among factor `f`'s candidates, appended if new."""
-        if value not in self.values[f]:
-            self.values[f].append(value)
-            self._natural[f], self._coded[f], self._columns[f] = self._arrays(f)
-        return self.values[f].index(value)
+        position = self._positions[f].get(value)
+        if position is not None:
+            return position
+        factor = self.space.factors[f]
+        self.values[f].append(value)
+        self._positions[f][value] = position = len(self.values[f]) - 1
+        natural = np.empty(1, dtype=object)
+        natural[0] = value
+        self._natural[f] = np.concatenate([self._natural[f], natural])
+        self._coded[f] = np.append(self._coded[f], factor.encode(value))
+        self._columns[f] = np.vstack([self._columns[f], factor_columns(factor, [value])])
+        return position
 
     def _arrays(self, f: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         factor, values = self.space.factors[f], self.values[f]
@@ -119,7 +138,8 @@ class Found:
 
     `search` is "lattice" when every point was scored, "coordinate" when the lattice was over
     budget; `searched` and `feasible` count the distinct points scored and those with a finite
-    score, the neighbour check left out; `moves` counts the steps to better integer neighbours.
+    score, the neighbour check left out; `moves` counts the steps to better integer neighbours;
+    `polished` says whether Nelder-Mead improved the continuous factors.
     """
 
     index: list[int]
@@ -129,14 +149,20 @@ class Found:
     feasible: int
     moves: int
     neighbours_checked: bool
+    polished: bool = False
 
 
 def search(
-    lattice: Lattice, score: Score, *, budget: int, starts: Sequence[Sequence[int]] = ()
+    lattice: Lattice,
+    score: Score,
+    *,
+    budget: int,
+    starts: Sequence[Sequence[int]] = (),
+    polish: bool = False,
 ) -> Found:
     """The best point of the lattice by `score`: the whole lattice when it has at most `budget`
     points, else coordinate-wise from the first point and each of `starts`; then checked
-    against its integer neighbours."""
+    against its integer neighbours, and with `polish` refined on its continuous factors."""
     counter = _Counter(score)
     if lattice.size <= budget:
         best, kind = _whole(lattice, counter), "lattice"
@@ -145,6 +171,7 @@ def search(
         best, kind = _coordinate(lattice, counter, [first, *starts]), "coordinate"
     searched = len(counter.seen) if kind == "coordinate" else lattice.size
     moves, checked = _neighbours(lattice, score, best)
+    polished = polish and _polish(lattice, score, best)
     return Found(
         index=best,
         score=float(score(np.array([best]))[0]),
@@ -153,6 +180,7 @@ def search(
         feasible=counter.feasible,
         moves=moves,
         neighbours_checked=checked,
+        polished=polished,
     )
 
 
@@ -239,6 +267,51 @@ def _neighbours(lattice: Lattice, score: Score, best: list[int]) -> tuple[int, b
         steps = finer
     has_integer = any(space.factors[f].kind == "integer" for f in ranged)
     return moves, has_integer
+
+
+def _polish(lattice: Lattice, score: Score, best: list[int]) -> bool:
+    """Refine `best` (in place) on its continuous factors by bounded Nelder-Mead on their
+    coded values, the other factors held; whether that found a better point."""
+    factors = lattice.space.factors
+    free = [
+        f for f, factor in enumerate(factors) if factor.kind == "continuous" and not factor.levels
+    ]
+    if not free:
+        return False
+
+    def point(coded: np.ndarray) -> list[int]:
+        moved = list(best)
+        for f, c in zip(free, np.clip(coded, -1.0, 1.0), strict=True):
+            low, high = factors[f].bounds
+            value = float(min(max(float(factors[f].decode(float(c))), low), high))
+            moved[f] = lattice.add(f, value)
+        return moved
+
+    def loss(coded: np.ndarray) -> float:
+        value = float(score(np.array([point(coded)]))[0])
+        return -value if np.isfinite(value) else math.inf
+
+    start = np.array([factors[f].encode(lattice.values[f][best[f]]) for f in free])
+    current = loss(start)
+    improved = False
+    for _ in range(_POLISH_RESTARTS):
+        simplex = [start] + [
+            np.clip(start + _SIMPLEX * np.eye(len(free))[i] * (1 if start[i] < 0 else -1), -1, 1)
+            for i in range(len(free))
+        ]
+        found = scipy.optimize.minimize(
+            loss,
+            start,
+            method="Nelder-Mead",
+            bounds=[(-1.0, 1.0)] * len(free),
+            options={"initial_simplex": np.array(simplex), "xatol": _POLISHED, "fatol": 0.0},
+        )
+        if not found.fun < current - 1e-12 * max(1.0, abs(current)):
+            break
+        start, current, improved = np.asarray(found.x), float(found.fun), True
+    if improved:
+        best[:] = point(start)
+    return improved
 
 
 def _signs(integer: list[bool]) -> list[tuple[int, ...]]:

@@ -331,7 +331,7 @@ class _Problem:
         """The best point found and its main-effect columns; raises DomainError when it is
         infeasible (nothing in the region meets every constraint)."""
         seeds = [i for i in (self.lattice.index_of(s) for s in starts) if i is not None]
-        found = search(self.lattice, self.score, budget=MAX_LATTICE, starts=seeds)
+        found = search(self.lattice, self.score, budget=MAX_LATTICE, starts=seeds, polish=True)
         if not np.isfinite(found.score):
             self._refuse(found.search)
         return found, self.lattice.mains(np.array([found.index]))

@@ -394,9 +394,9 @@ def test_montgomery_example_11_2_quadratic_response_surface():
         assert fitted[name] == pytest.approx(value, abs=0.006), name
     assert analysis.r_squared == pytest.approx(0.9827, abs=5e-5)
     best = analysis.optimum
-    # Published stationary point (0.389, 0.306): the search refines the 0.1-coded grid's best
-    # point down to steps of 0.005 coded units.
-    assert best.config == pytest.approx({"x1": 0.389, "x2": 0.306}, abs=0.005)
+    # Published stationary point (0.389, 0.306): Nelder-Mead refines the grid's best point to
+    # the published precision.
+    assert best.config == pytest.approx({"x1": 0.389, "x2": 0.306}, abs=5e-4)
     assert best.predicted == pytest.approx(80.21, abs=0.005)
     assert best.on_edge == []
 
