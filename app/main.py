@@ -15,6 +15,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.api.body_limit import BodySizeLimit
 from app.api.deps import current_principal
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.routes import (
     designs,
@@ -84,7 +85,10 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         summary="Design-of-experiments optimizer for Galera cluster benchmarks",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.add_exception_handler(OperationalError, _database_unavailable)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
 import httpx
+import tenacity
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRIES = 3
@@ -60,18 +60,17 @@ class Client:
 
     def _retried(self, method: str, path: str, key: str, **kwargs: Any) -> httpx.Response:
         headers = {"Idempotency-Key": key}
-        for attempt in range(RETRIES + 1):
-            last = attempt == RETRIES
-            try:
-                response = self._http.request(method, path, headers=headers, **kwargs)
-            except httpx.TransportError:
-                if last:
-                    raise
-            else:
-                if response.status_code != httpx.codes.SERVICE_UNAVAILABLE or last:
-                    return response
-            time.sleep(RETRY_PAUSE_S * 2**attempt)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(httpx.TransportError)
+            | tenacity.retry_if_result(
+                lambda response: response.status_code == httpx.codes.SERVICE_UNAVAILABLE
+            ),
+            stop=tenacity.stop_after_attempt(RETRIES + 1),
+            wait=tenacity.wait_exponential(multiplier=RETRY_PAUSE_S, min=RETRY_PAUSE_S),
+            # The last answer or error goes to the caller as it came, not wrapped.
+            retry_error_callback=lambda state: state.outcome.result(),  # type: ignore[union-attr]
+        )
+        return retrying(self._http.request, method, path, headers=headers, **kwargs)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._request(method, path, **kwargs)

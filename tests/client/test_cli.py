@@ -261,7 +261,8 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
     assert "completed" in status and "best so far: trial" in status and "tps 1428.9" in status
 
     report = ok(run("analysis", str(experiment_id), "--model", "quadratic", api=api))
-    assert "quadratic model of tps" in report and "from 10 trials (0 failed" in report
+    assert "tps ~ quadratic: galera_nodes + total_connections" in report
+    assert "from 10 trials (0 failed" in report
     for title in ("Fit", "Coefficients (coded units)", "Factors ranked by effect on tps",
                   "Predicted optimum (maximize tps)"):  # fmt: skip
         assert title in report, report
@@ -272,7 +273,8 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
     assert re.search(r"R²\s+│\s+0\.\d{4}", report), report
 
     linear = ok(run("analysis", str(experiment_id), "--model", "linear", api=api))
-    assert "linear model of tps" in linear and "galera_nodes^2" not in linear
+    assert "tps ~ linear: galera_nodes + total_connections;" in linear
+    assert "galera_nodes^2" not in linear
 
     picture = tmp_path / "contour.png"
     drawn = run("plot", str(experiment_id), "contour", "-o", str(picture), "--width", "640",
@@ -442,7 +444,8 @@ def test_submit_wait_runs_on_the_simulated_target_and_every_command_reads_it(
     assert all(re.fullmatch(r"\d+\.\d", r[4]) and r[5] == "1" and r[6] == "" for r in rows), rows
 
     report = ok(run("analysis", str(experiment_id), api=api))
-    assert "quadratic model of tps" in report and "from 9 trials" in report
+    assert "tps ~ auto (selected from the quadratic model by AICc): " in report
+    assert "from 9 trials" in report
     assert "nodes^2" in report and "threads_per_client^2" in report
 
     plan = ok(run("suggest", str(experiment_id), api=api))
