@@ -134,16 +134,20 @@ class Factor:
                 return self.levels[0]
             index = round((coded + 1.0) / 2.0 * (len(self.levels) - 1))
             return self.levels[min(max(index, 0), len(self.levels) - 1)]
-        if coded in (-1.0, 1.0):
-            # Exact ends: the round trip through the scale must not step outside the range.
-            natural = self.bounds[0] if coded < 0 else self.bounds[1]
-        else:
-            low, high = (self._transform(b) for b in self.bounds)
-            natural = self._untransform((low + high) / 2.0 + coded * (high - low) / 2.0)
+        natural = self.unrounded(coded)
         if self.kind == "integer":
             # Half up, not half to even: a centre of 2.5 is always 3, whatever the range.
             return math.floor(natural + 0.5)
         return float(natural)
+
+    def unrounded(self, coded: float) -> float:
+        """Coded value -> natural value of a numeric factor, never rounded (an integer factor's
+        smooth model is a function of real numbers too)."""
+        if coded in (-1.0, 1.0):
+            # Exact ends: the round trip through the scale must not step outside the range.
+            return self.bounds[0] if coded < 0 else self.bounds[1]
+        low, high = (self._transform(b) for b in self.bounds)
+        return self._untransform((low + high) / 2.0 + coded * (high - low) / 2.0)
 
     def check_value(self, value: object) -> Value:
         """Return the value normalized to the factor's type, or raise naming the rule broken."""

@@ -283,7 +283,7 @@ def _polish(lattice: Lattice, score: Score, best: list[int]) -> bool:
         moved = list(best)
         for f, c in zip(free, np.clip(coded, -1.0, 1.0), strict=True):
             low, high = factors[f].bounds
-            value = float(min(max(float(factors[f].decode(float(c))), low), high))
+            value = min(max(factors[f].unrounded(float(c)), low), high)
             moved[f] = lattice.add(f, value)
         return moved
 

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
 import scipy.stats
+from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from experiments.analysis.results import Analysis, Optimum
@@ -30,6 +35,14 @@ from experiments.numbers import format_value
 DEFAULT_SIZE = (800, 600)
 DPI = 100
 SIGNIFICANCE = 0.05
+ACTIVE, QUIET = "tab:red", "tab:blue"
+# The half-normal plot names this many of the largest effects even when none is active.
+LABELLED_EFFECTS = 3
+# Integer lattices up to this many points are dotted on a smooth contour plot.
+MAX_LATTICE_DOTS = 400
+# Titles wrap the model's terms at this many characters, over at most this many lines.
+TITLE_WIDTH = 80
+TITLE_MODEL_LINES = 3
 
 
 def to_png(figure: Figure) -> bytes:
@@ -63,17 +76,27 @@ def contour(
     *,
     response: str,
     optimum: Optimum | None = None,
+    model: str | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
     """Filled contours of the predicted response over the slice's two factors, the runs, the
-    region where a constraint is broken hatched, and the optimum marked with its interval."""
+    region outside the data greyed and cross-hatched (extrapolation), the region where a
+    constraint is broken hatched, the whole-number settings of an integer factor dotted when
+    the surface is drawn smooth between them, and the optimum marked with its interval."""
     figure = new_figure(size)
     ax = figure.add_subplot()
     x, y, z = _grid(slice_)
     filled = ax.contourf(x, y, z, levels=14, cmap="viridis")
     lines = ax.contour(x, y, z, levels=filled.levels, colors="white", linewidths=0.5)
-    ax.clabel(lines, fontsize=7, fmt="%.4g")
+    ax.clabel(lines, fontsize=7, fmt=lambda value: format_value(float(value)))
     figure.colorbar(filled, ax=ax, label=f"predicted {response}")
+    inside = np.array(slice_.inside, dtype=float)
+    if not inside.all():
+        ax.contourf(
+            x, y, inside, levels=[-0.5, 0.5], colors=["lightgrey"], alpha=0.75, hatches=["xx"]
+        )
+        ax.fill([], [], color="lightgrey", hatch="xx", label="no runs here: extrapolation")
+    _mark_lattice(ax, slice_, space)
     feasible = np.array(slice_.feasible, dtype=float)
     if not feasible.all():
         ax.contourf(x, y, feasible, levels=[-0.5, 0.5], colors="none", hatches=["//"])
@@ -90,8 +113,12 @@ def contour(
     )
     _mark_optimum(ax, slice_, optimum, response)
     _axes(ax, slice_, space)
+    _pad(ax, slice_)
     ax.legend(loc="best", fontsize=8)
-    ax.set_title(f"Predicted {response} over {slice_.x} and {slice_.y}\n{_held(slice_)}")
+    ax.set_title(
+        f"Predicted {response} over {slice_.x} and {slice_.y}\n{_held(slice_)}{_model(model)}",
+        fontsize=10,
+    )
     return figure
 
 
@@ -101,38 +128,56 @@ def surface(
     *,
     response: str,
     optimum: Optimum | None = None,
+    model: str | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
-    """The predicted response as a 3-D surface over the slice's two factors, optimum marked."""
+    """The predicted response as a 3-D surface over the slice's two factors: the part outside
+    the data (extrapolation) grey, the optimum a star on a stem from the floor, drawn above
+    the surface so it is never hidden."""
     figure = new_figure(size)
-    ax = figure.add_subplot(projection="3d")
+    # Why computed_zorder off: matplotlib would otherwise sort the star behind the surface.
+    ax = figure.add_subplot(projection="3d", computed_zorder=False)
     # 3-D axes have no log scale: a log2 factor is drawn at log2 of its value, ticks relabelled.
     logs = [space[name].scale == "log2" for name in _pair(slice_)]
     x, y, z = _grid(slice_)
     x, y = (np.log2(grid) if log else grid for grid, log in zip((x, y), logs, strict=True))
-    plotted = ax.plot_surface(x, y, z, cmap="viridis", alpha=0.85, linewidth=0)
-    figure.colorbar(plotted, ax=ax, shrink=0.6, label=f"predicted {response}")
+    norm = Normalize(float(np.nanmin(z)), float(np.nanmax(z)))
+    colours = colormaps["viridis"](norm(z))
+    outside = ~np.array(slice_.inside, dtype=bool)
+    colours[outside] = to_rgba("lightgrey", 0.6)
+    ax.plot_surface(x, y, z, facecolors=colours, linewidth=0, shade=False, zorder=1)
+    figure.colorbar(
+        ScalarMappable(norm=norm, cmap="viridis"), ax=ax, shrink=0.6, label=f"predicted {response}"
+    )
+    if outside.any():
+        ax.plot([], [], color="lightgrey", lw=6, label="no runs here: extrapolation")
     if optimum is not None:
         at = [
             _position(slice_, which, optimum.config[name])
             for which, name in zip(("x", "y"), _pair(slice_), strict=True)
         ]
         at = [math.log2(value) if log else value for value, log in zip(at, logs, strict=True)]
+        floor = float(np.nanmin(z))
+        ax.plot([at[0]] * 2, [at[1]] * 2, [floor, optimum.predicted], color="red", zorder=4)
         ax.scatter(
             *([value] for value in at),
             [optimum.predicted],
             color="red",
+            edgecolors="white",
             marker="*",
-            s=200,
-            label=f"optimum {optimum.predicted:.4g}",
+            s=260,
+            depthshade=False,
+            zorder=5,
+            label=f"optimum {format_value(optimum.predicted)}",
         )
+    if optimum is not None or outside.any():
         ax.legend(loc="upper left", fontsize=8)
     _axes(ax, slice_, space)
     for axis, log in zip((ax.xaxis, ax.yaxis), logs, strict=True):
         if log:
             axis.set_major_formatter(FuncFormatter(lambda value, _: f"{2**value:g}"))
     ax.set_zlabel(f"predicted {response}")
-    ax.set_title(f"Response surface of {response}\n{_held(slice_)}")
+    ax.set_title(f"Response surface of {response}\n{_held(slice_)}{_model(model)}", fontsize=10)
     return figure
 
 
@@ -141,6 +186,7 @@ def interaction(
     space: FactorSpace,
     *,
     response: str,
+    model: str | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
     """Interaction plot: the predicted response against x, one line per level of y (parallel
@@ -162,7 +208,10 @@ def interaction(
     _style_axis(ax, ax.xaxis, slice_, "x", space)
     ax.set_ylabel(f"predicted {response}")
     ax.legend(fontsize=8)
-    ax.set_title(f"Interaction of {slice_.x} and {slice_.y} on {response}\n{_held(slice_)}")
+    ax.set_title(
+        f"Interaction of {slice_.x} and {slice_.y} on {response}\n{_held(slice_)}{_model(model)}",
+        fontsize=10,
+    )
     return figure
 
 
@@ -172,6 +221,7 @@ def main_effects(
     *,
     response: str,
     optimum: Optimum | None = None,
+    model: str | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
 ) -> Figure:
     """One panel per factor: the predicted response along it, the others at the optimum, with
@@ -191,7 +241,10 @@ def main_effects(
         ax.set_visible(False)
     for ax in axes[::columns]:
         ax.set_ylabel(f"predicted {response}")
-    figure.suptitle(f"Main effects on {response} (others at the optimum, red: optimum)")
+    figure.suptitle(
+        f"Main effects on {response} (others at the optimum, red: optimum){_model(model)}",
+        fontsize=10,
+    )
     return figure
 
 
@@ -221,20 +274,30 @@ def pareto(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT
             "kind", "the model has no standardized effects: no residual degrees of freedom"
         )
     names, values = zip(*bars, strict=True)
-    colours = ["tab:red" if v > limit else "tab:blue" for v in values]
+    colours = [ACTIVE if v > limit else QUIET for v in values]
     ax.barh(names, values, color=colours)
-    ax.axvline(limit, color="black", ls="--", label=label)
+    line = ax.axvline(limit, color="black", ls="--", label=label)
     ax.set_xlabel(quantity)
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(f"Pareto chart of effects on {response} ({analysis.model} model)")
+    ax.legend(
+        handles=[
+            line,
+            Patch(color=ACTIVE, label=f"beyond the line: significant at {SIGNIFICANCE:g}"),
+            Patch(color=QUIET, label="within it: not significant"),
+        ],
+        loc="lower right",
+        fontsize=8,
+    )
+    ax.set_title(
+        f"Pareto chart of effects on {response}{_model(analysis.model_label)}", fontsize=10
+    )
     return figure
 
 
 def half_normal(
     analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT_SIZE
 ) -> Figure:
-    """Half-normal plot of the effects of an unreplicated two-level design (Daniel), active
-    effects by Lenth's margin of error labelled."""
+    """Half-normal plot of the effects of an unreplicated two-level design (Daniel): the active
+    effects by Lenth's margin of error labelled, and the largest ones even when none is."""
     lenth = analysis.lenth
     if lenth is None:
         raise DomainError(
@@ -248,10 +311,11 @@ def half_normal(
     ax.scatter(
         [p.abs_effect for p in points],
         [p.quantile for p in points],
-        c=["tab:red" if p.name in active else "tab:blue" for p in points],
+        c=[ACTIVE if p.name in active else QUIET for p in points],
     )
+    largest = {p.name for p in sorted(points, key=lambda p: -p.abs_effect)[:LABELLED_EFFECTS]}
     for p in points:
-        if p.name in active:
+        if p.name in active or p.name in largest:
             ax.annotate(
                 p.name,
                 (p.abs_effect, p.quantile),
@@ -268,6 +332,8 @@ def half_normal(
         label=f"PSE line (PSE {lenth.pse:.4g})",
     )
     ax.axvline(lenth.margin_of_error, color="black", ls="--", label="Lenth margin of error")
+    ax.scatter([], [], color=ACTIVE, label="active (beyond the margin)")
+    ax.scatter([], [], color=QUIET, label="not active")
     ax.set_xlabel("|effect|")
     ax.set_ylabel("half-normal quantile")
     ax.legend(loc="lower right", fontsize=8)
@@ -276,13 +342,21 @@ def half_normal(
 
 
 def residuals(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
-    """Residuals against fitted values, a normal probability plot and residuals in run order."""
+    """Residuals against fitted values, a normal probability plot and residuals in run order;
+    the runs that stand out (outlier, leverage or influence) are labelled with their trial."""
     runs = analysis.diagnostics.runs
     fitted = np.array([r.fitted for r in runs])
     residual = np.array([r.residual for r in runs])
+    standing_out = {s.label for s in analysis.diagnostics.standouts}
     figure = new_figure(size)
     left, middle, right = figure.subplots(1, 3)
     left.scatter(fitted, residual)
+    for i, run in enumerate(runs):
+        if run.label in standing_out:
+            left.annotate(run.label, (fitted[i], residual[i]), xytext=(4, 2),
+                          textcoords="offset points", fontsize=7, color=ACTIVE)  # fmt: skip
+            right.annotate(run.label, (i + 1, residual[i]), xytext=(4, 2),
+                           textcoords="offset points", fontsize=7, color=ACTIVE)  # fmt: skip
     left.axhline(0.0, color="grey", ls="--")
     left.set_xlabel(f"fitted {response}")
     left.set_ylabel("residual")
@@ -298,7 +372,7 @@ def residuals(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFA
     right.set_xlabel("run (trial order)")
     right.set_ylabel("residual")
     right.set_title("residuals in run order")
-    figure.suptitle(f"Residuals of the {analysis.model} model of {response}")
+    figure.suptitle(f"Residuals of {response}{_model(analysis.model_label)}", fontsize=10)
     return figure
 
 
@@ -390,6 +464,53 @@ def _style_axis(ax: Axes, axis: Axis, slice_: Slice, which: str, space: FactorSp
         axis.set_major_locator(MaxNLocator(integer=True))
 
 
+def _model(label: str | None) -> str:
+    """A title's last lines naming the model, wrapped to fit the figure."""
+    if not label:
+        return ""
+    lines = textwrap.wrap(f"model: {label}", TITLE_WIDTH)
+    if len(lines) > TITLE_MODEL_LINES:
+        lines = [*lines[: TITLE_MODEL_LINES - 1], lines[TITLE_MODEL_LINES - 1][:-1] + "…"]
+    return "\n" + "\n".join(lines)
+
+
+def _mark_lattice(ax: Axes, slice_: Slice, space: FactorSpace) -> None:
+    """Dot the whole-number settings of the integer factors of a smooth slice, where runs can
+    actually be made (the surface between them is the model's, not a setting)."""
+    if not slice_.continuous:
+        return
+    axes = []
+    for which, name in zip(("x", "y"), _pair(slice_), strict=True):
+        factor = space[name]
+        values = [_position(slice_, which, v) for v in _values(slice_, which)]
+        if factor.kind == "integer":
+            low, high = factor.bounds
+            values = list(range(int(low), int(high) + 1))
+        axes.append(values)
+    if not any(space[n].kind == "integer" for n in _pair(slice_)):
+        return
+    if len(axes[0]) * len(axes[1]) > MAX_LATTICE_DOTS:
+        return
+    gx, gy = np.meshgrid(*axes)
+    ax.scatter(gx.ravel(), gy.ravel(), s=3, color="white", alpha=0.6, linewidths=0,
+               label="settings that can be run")  # fmt: skip
+
+
+def _pad(ax: Axes, slice_: Slice) -> None:
+    """A margin around the data so a marker on the edge (the optimum) is drawn whole."""
+    for which, get, set_ in (("x", ax.get_xlim, ax.set_xlim), ("y", ax.get_ylim, ax.set_ylim)):
+        if not _numeric(slice_, which):
+            continue
+        low, high = get()
+        scale = ax.get_xscale() if which == "x" else ax.get_yscale()
+        if scale == "log":
+            ratio = (high / low) ** 0.03
+            set_(low / ratio, high * ratio)
+        else:
+            pad = 0.03 * (high - low)
+            set_(low - pad, high + pad)
+
+
 def _held(slice_: Slice) -> str:
     held = ", ".join(f"{name} = {format_value(value)}" for name, value in slice_.held.items())
     return f"others held at {held}" if held else "no other factors"
@@ -401,7 +522,7 @@ def _mark_optimum(ax: Axes, slice_: Slice, optimum: Optimum | None, response: st
     x, y = _pair(slice_)
     interval = ""
     if optimum.pi_low is not None and optimum.pi_high is not None:
-        interval = f", 95% PI [{optimum.pi_low:.4g}, {optimum.pi_high:.4g}]"
+        interval = f", 95% PI [{format_value(optimum.pi_low)}, {format_value(optimum.pi_high)}]"
     ax.scatter(
         [_position(slice_, "x", optimum.config[x])],
         [_position(slice_, "y", optimum.config[y])],
@@ -411,5 +532,5 @@ def _mark_optimum(ax: Axes, slice_: Slice, optimum: Optimum | None, response: st
         edgecolors="white",
         zorder=5,
         clip_on=False,
-        label=f"optimum: {response} {optimum.predicted:.4g}{interval}",
+        label=f"optimum: {response} {format_value(optimum.predicted)}{interval}",
     )

@@ -487,3 +487,11 @@ class SurfaceOut(BaseModel):
     )
     held: dict[str, Value]
     runs: list[SlicePointOut]
+    inside: list[list[bool]] = Field(
+        description="False where no run was made nearby (outside the convex hull of the runs):"
+        " the prediction there is an extrapolation"
+    )
+    continuous: bool = Field(
+        description="whether integer factors are sampled between their whole numbers"
+    )
+    model_label: str = Field(description="the model's terms, e.g. auto (...): nodes + threads")

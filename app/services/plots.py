@@ -38,6 +38,7 @@ class SliceReport:
 
     response: str
     model: str
+    model_label: str
     optimum: Optimum
     slice: Slice
 
@@ -48,7 +49,15 @@ class _Fit:
     analysis: Analysis
     fitted: FittedModel
 
-    def slice(self, x: str, y: str | None, points: int, y_points: int | None = None) -> Slice:
+    def slice(
+        self,
+        x: str,
+        y: str | None,
+        points: int,
+        y_points: int | None = None,
+        *,
+        continuous: bool = False,
+    ) -> Slice:
         arguments = self.inputs.arguments
         return response_slice(
             self.fitted,
@@ -59,6 +68,7 @@ class _Fit:
             y_points=y_points,
             constraints=arguments["constraints"],
             limits=arguments["limits"],
+            continuous=continuous,
         )
 
 
@@ -81,6 +91,7 @@ async def surface_slice(
     return SliceReport(
         response=fit.inputs.response,
         model=model,
+        model_label=fit.analysis.model_label,
         optimum=fit.analysis.optimum,
         slice=await asyncio.to_thread(fit.slice, x, y, points, y_points),
     )
@@ -139,7 +150,9 @@ async def _fit(
         # fitted once here, predicts every slice of the plot.
         return (
             analysis.fit(inputs.space, model=model, **arguments),
-            fit_model(inputs.space, arguments["configs"], arguments["values"], model),
+            fit_model(
+                inputs.space, arguments["configs"], arguments["values"], model, arguments["blocks"]
+            ),
         )
 
     analysed, fitted = await asyncio.to_thread(both)
@@ -148,6 +161,7 @@ async def _fit(
 
 def _draw(fit: _Fit, kind: str, x: str | None, y: str | None, size: tuple[int, int]) -> Figure:
     space, response, optimum = fit.inputs.space, fit.inputs.response, fit.analysis.optimum
+    model = fit.analysis.model_label
     if kind == "pareto":
         return plots.pareto(fit.analysis, response=response, size=size)
     if kind == "half_normal":
@@ -156,14 +170,16 @@ def _draw(fit: _Fit, kind: str, x: str | None, y: str | None, size: tuple[int, i
         return plots.residuals(fit.analysis, response=response, size=size)
     if kind == "main_effects":
         slices = [fit.slice(name, None, GRID_POINTS[kind]) for name in _ranked(fit)]
-        return plots.main_effects(slices, space, response=response, optimum=optimum, size=size)
+        return plots.main_effects(
+            slices, space, response=response, optimum=optimum, model=model, size=size
+        )
     x, y = _pair(fit, x, y)
     if kind == "interaction":
         lines = fit.slice(x, y, GRID_POINTS[kind], INTERACTION_LINES)
-        return plots.interaction(lines, space, response=response, size=size)
-    grid = fit.slice(x, y, GRID_POINTS[kind])
+        return plots.interaction(lines, space, response=response, model=model, size=size)
+    grid = fit.slice(x, y, GRID_POINTS[kind], continuous=True)
     draw = plots.contour if kind == "contour" else plots.surface
-    return draw(grid, space, response=response, optimum=optimum, size=size)
+    return draw(grid, space, response=response, optimum=optimum, model=model, size=size)
 
 
 def _ranked(fit: _Fit) -> list[str]:

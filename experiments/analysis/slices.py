@@ -10,6 +10,7 @@ import numpy as np
 
 from experiments.analysis import ResponseLimit
 from experiments.analysis.model import FittedModel
+from experiments.analysis.region import DataRegion
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, Value
@@ -32,8 +33,12 @@ class SlicePoint:
 class Slice:
     """Predicted means over `x_values` (and `y_values`, one row per y value) with 95 %
     confidence intervals, the other factors held at `held`. `feasible` is False where a factor
-    constraint or a limit on another response (predicted by the same terms) is broken. `runs`
-    are every observed run, projected onto the plane."""
+    constraint or a limit on another response (predicted by the same terms) is broken;
+    `inside` is False where the point lies outside the data (the convex hull of the runs, see
+    `DataRegion`): a prediction there is an extrapolation. `runs` are every observed run,
+    projected onto the plane. `continuous` says whether an integer factor's settings run
+    between its whole numbers (the fitted surface drawn smooth; a run happens on the lattice
+    only)."""
 
     x: str
     y: str | None
@@ -45,24 +50,30 @@ class Slice:
     feasible: list[list[bool]]
     held: Config
     runs: list[SlicePoint]
+    inside: list[list[bool]]
+    continuous: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """Plain, JSON-serializable dict."""
         return asdict(self)
 
 
-def grid_values(factor: Factor, points: int) -> list[Value]:
+def grid_values(factor: Factor, points: int, *, continuous: bool = False) -> list[Value]:
     """About `points` settings across the factor's region, evenly spaced on its scale: every
     level of a categorical factor or of a factor given by levels, every whole number of an
-    integer range that has at most `points` of them."""
+    integer range that has at most `points` of them; with `continuous`, an integer range as
+    evenly spaced real numbers (the model is a smooth function of them)."""
     if factor.levels is not None and factor.kind != "continuous":
         levels = list(factor.levels)
         return sorted(levels, key=float) if factor.is_numeric else levels
     low, high = factor.bounds
-    if factor.kind == "integer" and high - low + 1 <= points:
-        return list(range(int(low), int(high) + 1))
-    values = [factor.decode(float(c)) for c in np.linspace(-1.0, 1.0, points)]
-    return list(dict.fromkeys(values))
+    if factor.kind == "integer" and not continuous:
+        if high - low + 1 <= points:
+            return list(range(int(low), int(high) + 1))
+        values = [factor.decode(float(c)) for c in np.linspace(-1.0, 1.0, points)]
+        return list(dict.fromkeys(values))
+    low, high = factor.bounds
+    return [min(max(factor.unrounded(float(c)), low), high) for c in np.linspace(-1, 1, points)]
 
 
 def response_slice(
@@ -75,9 +86,11 @@ def response_slice(
     y_points: int | None = None,
     constraints: Sequence[Constraint] = (),
     limits: Sequence[ResponseLimit] = (),
+    continuous: bool = False,
 ) -> Slice:
     """Predict the response over `x` (and `y`, at `y_points` settings, `points` by default) with
-    every other factor at its `held` value."""
+    every other factor at its `held` value; with `continuous`, integer factors between their
+    whole numbers too."""
     space = fitted.space
     for field, name in (("x", x), ("y", y)):
         if name is not None and name not in space.names:
@@ -88,8 +101,10 @@ def response_slice(
         if not MIN_POINTS <= count <= MAX_POINTS:
             raise DomainError(field, f"must be between {MIN_POINTS} and {MAX_POINTS}")
     base = space.check_config(held, in_region=False)
-    x_values = grid_values(space[x], points)
-    y_values = grid_values(space[y], y_points or points) if y is not None else []
+    x_values = grid_values(space[x], points, continuous=continuous)
+    y_values = (
+        grid_values(space[y], y_points or points, continuous=continuous) if y is not None else []
+    )
     rows: list[Value | None] = list(y_values) if y is not None else [None]
     configs = [
         {**base, x: xv} | ({y: yv} if y is not None else {}) for yv in rows for xv in x_values
@@ -122,4 +137,9 @@ def response_slice(
             SlicePoint(x=config[x], y=config[y] if y is not None else None, value=float(value))
             for config, value in zip(fitted.observed, fitted.y, strict=True)
         ],
+        inside=DataRegion(space, fitted.observed)
+        .contains(np.array([[f.encode(c[f.name]) for f in space.factors] for c in configs]))
+        .reshape(shape)
+        .tolist(),
+        continuous=continuous,
     )

@@ -157,7 +157,7 @@ def canonical(
         return {name: float(v) for name, v in zip(names, x, strict=True)}
 
     def natural(x: np.ndarray) -> dict[str, float]:
-        return {f.name: _decode(f, float(v)) for f, v in zip(numeric, x, strict=True)}
+        return {f.name: f.unrounded(float(v)) for f, v in zip(numeric, x, strict=True)}
 
     eigenvalues, vectors = _eigen(big_b)
     largest = float(np.max(np.abs(eigenvalues)))
@@ -262,13 +262,6 @@ def _nature(eigenvalues: np.ndarray) -> str:
     if np.all(eigenvalues > 0):
         return "minimum"
     return "saddle"
-
-
-def _decode(factor: Factor, coded: float) -> float:
-    """Coded -> natural value without rounding (continuous, also for integer factors)."""
-    low, high = (_scaled(factor, v) for v in factor.bounds)
-    value = (low + high) / 2.0 + coded * (high - low) / 2.0
-    return 2.0**value if factor.scale == "log2" else value
 
 
 def _scaled(factor: Factor, value: float) -> float:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
+from matplotlib.colors import to_rgba
 
 from experiments import plots
 from experiments.analysis import Analysis, fit
@@ -157,3 +158,140 @@ def test_a_figure_renders_to_a_png_of_its_pixel_size(analysis: Analysis) -> None
     png = plots.to_png(plots.pareto(analysis, response="tps", size=(640, 480)))
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == 640 and int.from_bytes(png[20:24], "big") == 480
+
+
+# --- honest plots: extrapolation, smooth integer surfaces, labels and legends ----------------
+SPARSE_SPACE = FactorSpace.from_dicts(
+    [
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "connections", "kind": "integer", "low": 8, "high": 160},
+    ]
+)
+# Like the published study: many connections were only ever run on many nodes.
+SPARSE_CONFIGS = [
+    {"nodes": n, "connections": c}
+    for n, c in [(1, 8), (3, 8), (9, 8), (3, 40), (9, 40), (9, 160), (6, 100), (5, 24), (7, 80)]
+]
+SPARSE_TPS = [596.3, 700.0, 429.2, 1100.0, 1196.0, 1300.0, 1250.0, 900.0, 1220.0]
+
+
+def sparse_slice(continuous: bool) -> tuple[Slice, Analysis]:
+    analysis = fit(SPARSE_SPACE, SPARSE_CONFIGS, SPARSE_TPS, model="quadratic", response="tps")
+    fitted = fit_model(SPARSE_SPACE, SPARSE_CONFIGS, SPARSE_TPS, "quadratic")
+    grid = response_slice(
+        fitted,
+        x="nodes",
+        y="connections",
+        held=analysis.optimum.config,
+        points=20,
+        continuous=continuous,
+    )
+    return grid, analysis
+
+
+def test_the_region_without_runs_is_marked_as_extrapolation_in_the_slice_and_the_plot() -> None:
+    grid, analysis = sparse_slice(continuous=True)
+    inside = np.array(grid.inside)
+    # One node with 160 connections was never run: far outside the runs' hull.
+    corner = (grid.y_values.index(160), grid.x_values.index(1))
+    assert not inside[corner] and inside.any()
+    assert inside[grid.y_values.index(8), grid.x_values.index(9)]
+    figure = plots.contour(grid, SPARSE_SPACE, response="tps", optimum=analysis.optimum)
+    ax = figure.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "no runs here: extrapolation" in labels
+    assert any(getattr(c, "hatches", None) == ["xx"] for c in ax.collections)
+
+
+def test_an_integer_factor_is_drawn_smooth_with_its_whole_numbers_dotted() -> None:
+    grid, analysis = sparse_slice(continuous=True)
+    assert grid.continuous and any(not float(v).is_integer() for v in grid.x_values)
+    assert grid.x_values[0] == 1 and grid.x_values[-1] == 9
+    figure = plots.contour(grid, SPARSE_SPACE, response="tps", optimum=analysis.optimum)
+    labels = [c.get_label() for c in figure.axes[0].collections]
+    # 9 x 153 whole-number settings are too many to dot: the smooth surface alone is drawn.
+    assert "settings that can be run" not in labels
+    small = FactorSpace.from_dicts(
+        [
+            {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+            {"name": "clients", "kind": "integer", "low": 1, "high": 8},
+        ]
+    )
+    configs = [{"nodes": n, "clients": c} for n in (1, 5, 9) for c in (1, 4, 8)]
+    values = [100 + 10 * c["nodes"] - c["nodes"] ** 2 + 5 * c["clients"] for c in configs]
+    fitted = fit_model(small, configs, values, "quadratic")
+    held = {"nodes": 5, "clients": 4}
+    smooth = response_slice(fitted, x="nodes", y="clients", held=held, points=20, continuous=True)
+    figure = plots.contour(smooth, small, response="tps")
+    dots = next(
+        c for c in figure.axes[0].collections if c.get_label() == "settings that can be run"
+    )
+    assert sorted(map(tuple, dots.get_offsets().tolist())) == sorted(
+        (float(n), float(c)) for n in range(1, 10) for c in range(1, 9)
+    )
+
+
+def test_the_optimum_star_lies_inside_the_padded_axes() -> None:
+    grid, analysis = sparse_slice(continuous=True)
+    figure = plots.contour(
+        grid, SPARSE_SPACE, response="tps", optimum=analysis.optimum, model=analysis.model_label
+    )
+    ax = figure.axes[0]
+    star = next(c for c in ax.collections if c.get_label().startswith("optimum"))
+    (x, y) = star.get_offsets()[0]
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert x0 < x < x1 and y0 < y < y1
+    assert " ".join(ax.get_title().split()).endswith(f"model: {analysis.model_label}")
+
+
+def test_the_surface_shows_the_optimum_on_a_stem_and_greys_the_extrapolation() -> None:
+    grid, analysis = sparse_slice(continuous=True)
+    figure = plots.surface(grid, SPARSE_SPACE, response="tps", optimum=analysis.optimum)
+    ax = figure.axes[0]
+    star = next(c for c in ax.collections if c.get_label().startswith("optimum"))
+    assert star.get_zorder() > ax.collections[0].get_zorder()
+    stem = next(line for line in ax.lines if line.get_color() == "red")
+    assert stem.get_data_3d()[2][-1] == pytest.approx(analysis.optimum.predicted)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "no runs here: extrapolation" in labels
+
+
+def test_half_normal_labels_the_largest_effects_even_when_none_is_active() -> None:
+    space = FactorSpace.from_dicts([{"name": n, "low": -1, "high": 1} for n in "ABCD"])
+    configs = [
+        dict(zip("ABCD", signs, strict=True)) for signs in itertools.product((-1, 1), repeat=4)
+    ]
+    # Seeded normal noise (sd 2) without any effect: Lenth finds none active.
+    noise = [0.7, 1.6, 0.7, -2.6, 1.8, 0.9, -1.1, 1.2, 0.7, 0.6, 0.1, 1.1, -1.5, -0.3, -1.0, 1.2]
+    analysis = fit(space, configs, [100 + e for e in noise], model="interaction")
+    assert analysis.lenth is not None and analysis.lenth.active == []
+    figure = plots.half_normal(analysis, response="tps")
+    labelled = {t.get_text() for t in figure.axes[0].texts}
+    largest = sorted(analysis.lenth.half_normal, key=lambda p: -p.abs_effect)[:3]
+    assert {p.name for p in largest} <= labelled
+
+
+def test_the_pareto_chart_explains_its_colours(analysis: Analysis) -> None:
+    figure = plots.pareto(analysis, response="tps")
+    legend = figure.axes[0].get_legend()
+    colours = {
+        text.get_text(): handle.get_facecolor()
+        for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True)
+        if hasattr(handle, "get_facecolor")
+    }
+    active = next(c for label, c in colours.items() if label.startswith("beyond the line"))
+    assert active == to_rgba(plots.ACTIVE)
+    assert colours["within it: not significant"] == to_rgba(plots.QUIET)
+    assert "model: " in figure.axes[0].get_title()
+
+
+def test_residual_standouts_are_labelled_with_their_trial() -> None:
+    values = list(VALUES)
+    values[5] += 400  # one run far off the surface
+    labels = [f"trial {100 + i}" for i in range(len(values))]
+    analysis = fit(SPACE, CONFIGS, values, model="quadratic", labels=labels)
+    standouts = {s.label for s in analysis.diagnostics.standouts}
+    assert "trial 105" in standouts
+    figure = plots.residuals(analysis, response="tps")
+    written = {t.get_text() for ax in figure.axes for t in ax.texts}
+    assert standouts <= written

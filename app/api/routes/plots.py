@@ -62,6 +62,7 @@ async def get_surface(
     return SurfaceOut(
         response=report.response,
         model=report.model,
+        model_label=report.model_label,
         optimum=asdict(report.optimum),
         **report.slice.as_dict(),
     )
