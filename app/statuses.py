@@ -41,6 +41,7 @@ class TrialSource(StrEnum):
     DESIGN = "design"
     OBSERVATION = "observation"
     SUGGESTION = "suggestion"  # an accepted suggestion, or a run of the closed loop
+    WARM_START = "warm_start"  # copied from an earlier experiment, never run again
 
 
 class OptimizationStatus(StrEnum):

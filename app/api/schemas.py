@@ -188,6 +188,12 @@ class ExperimentIn(Strict):
     design: DesignIn | None = Field(default_factory=DesignIn)
     constraints: list[Constraint] = Field(default_factory=list, max_length=20)
     objective: ObjectiveIn
+    warm_start_from: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="earlier experiments (yours, on a target of the same kind) whose succeeded"
+        " trials inside the new factor ranges seed this one; they are never run again",
+    )
 
 
 class DesignPreviewIn(Strict):

@@ -14,9 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import rows
 from app.db.models import Experiment, Trial, utcnow
 from app.queue import TaskQueue
-from app.services import designs
+from app.services import designs, warm_start
 from app.services import idempotency as idempotent
 from app.services.access import experiment_of, target_of
+from app.services.api_keys import Principal
 from app.services.errors import ConflictError
 from app.services.idempotency import Idempotency
 from app.services.progress import ExperimentDetail, get
@@ -39,9 +40,15 @@ class NewExperiment:
     target: str
     factors: list[dict[str, Any]]
     objective: dict[str, Any]
-    owner: str
+    viewer: Principal
     design: dict[str, Any] | None = None
     constraints: list[str] = field(default_factory=list)
+    warm_start_from: list[int] = field(default_factory=list)
+
+    @property
+    def owner(self) -> str:
+        """Who the experiment will belong to."""
+        return self.viewer.owner
 
 
 async def create(
@@ -82,6 +89,19 @@ async def create(
     await session.flush()
     if design is not None and design.points:
         await session.execute(insert(Trial), designs.trial_rows(design, experiment.id))
+    if new.warm_start_from:
+        seeded = await warm_start.copied_trials(
+            session,
+            sources=new.warm_start_from,
+            viewer=new.viewer,
+            space=space,
+            target=target,
+            targets=targets,
+            experiment_id=experiment.id,
+            first_run_order=len(design.points) + 1 if design is not None else 1,
+        )
+        session.add_all(seeded.trials)
+        experiment.design_notes = [*(experiment.design_notes or []), seeded.note]
     if idempotency is not None:
         idempotent.remember(
             session,

@@ -487,3 +487,58 @@ async def test_observations_in_blocks_are_analysed_with_a_block_effect(api):
     assert terms["block[2]"] == pytest.approx(-4.457530, abs=5e-7)
     assert body["r_squared"] == pytest.approx(0.9981, abs=5e-5)
     assert body["explanation"]["sentences"][0].startswith("The runs came in 2 blocks")
+
+
+async def test_a_new_experiment_starts_from_the_compatible_trials_of_an_earlier_one(api, make_key):
+    earlier = await create(api, MANUAL)
+    rows = [(1, 8, 596.3), (3, 8, 531.9), (9, 8, 429.2), (3, 40, 1100.0), (9, 40, 1196.0),
+            (9, 160, 1300.0), (5, 100, 1250.0), (6, 24, 900.0)]  # fmt: skip
+    observations = [
+        {"config": {"galera_nodes": n, "total_connections": c}, "responses": {"tps": tps}}
+        for n, c, tps in rows
+    ]
+    await api.post(f"/experiments/{earlier['id']}/observations", json=observations)
+    narrower = with_changes(
+        MANUAL,
+        name="follow-up",
+        factors=[
+            {"name": "galera_nodes", "kind": "integer", "low": 3, "high": 9},
+            {"name": "total_connections", "kind": "integer", "low": 8, "high": 100},
+        ],
+        design={"kind": "full_factorial", "levels": 2, "randomize": False},
+        warm_start_from=[earlier["id"]],
+    )
+    created = await create(api, narrower)
+    copied = [t for t in created["trials"] if t["source"] == "warm_start"]
+    # Inside 3..9 nodes and 8..100 connections: (3,8) (9,8) (3,40) (9,40) (5,100) (6,24).
+    assert sorted(
+        (t["config"]["galera_nodes"], t["config"]["total_connections"]) for t in copied
+    ) == [(3, 8), (3, 40), (5, 100), (6, 24), (9, 8), (9, 40)]
+    assert {t["status"] for t in copied} == {"succeeded"}
+    assert [t["run_order"] for t in copied] == [5, 6, 7, 8, 9, 10]
+    planned = [t for t in created["trials"] if t["source"] == "design"]
+    assert len(planned) == 4 and {t["status"] for t in planned} == {"pending"}
+    assert any(
+        "warm start: 6 trials copied" in n and "2 left out" in n for n in created["design_notes"]
+    )
+    analysis = await api.get(f"/experiments/{created['id']}/analysis")
+    assert analysis.status_code == 200 and analysis.json()["trials_used"] == 6
+
+    # What cannot seed it, named by field.
+    simulated = await create(api, SIMULATED)
+    other_key = await make_key("someone else")
+    foreign = await api.post(
+        "/experiments", json=MANUAL, headers={"Authorization": f"Bearer {other_key}"}
+    )
+    cases = [
+        ([simulated["id"]], "warm_start_from.0", "ran on a simulated target"),
+        ([earlier["id"], foreign.json()["id"]], "warm_start_from.1", "does not exist"),
+        ([10**9], "warm_start_from.0", "does not exist"),
+    ]
+    for sources, field, words in cases:
+        refused = await api.post(
+            "/experiments", json=with_changes(narrower, warm_start_from=sources)
+        )
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"][0]
+        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail

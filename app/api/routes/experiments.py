@@ -97,13 +97,14 @@ async def create_experiment(
     """Validate an experiment, plan its design and store it with its planned trials; it
     belongs to the key's owner."""
     new = NewExperiment(
-        owner=viewer.owner,
+        viewer=viewer,
         name=body.name,
         target=body.target,
         factors=[f.model_dump() for f in body.factors],
         objective=body.objective.model_dump(),
         design=body.design.model_dump() if body.design is not None else None,
         constraints=body.constraints,
+        warm_start_from=body.warm_start_from,
     )
     detail = await experiment_commands.create(
         session,
