@@ -94,6 +94,13 @@ class Client:
         key = idempotency_key or str(uuid.uuid4())
         return self._call("POST", "/experiments", json=spec, idempotency_key=key)  # type: ignore[no-any-return]
 
+    def experiments(
+        self, *, status: str | None = None, target: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """The key owner's experiments, newest first, of one status and target when given."""
+        params = _present(status=status, target=target, limit=limit)
+        return self._call("GET", "/experiments", params=params)  # type: ignore[no-any-return]
+
     def experiment(self, experiment_id: int) -> dict[str, Any]:
         """One experiment with its progress."""
         return self._call("GET", f"/experiments/{experiment_id}")  # type: ignore[no-any-return]
@@ -136,7 +143,7 @@ class Client:
     def record_observations(
         self, experiment_id: int, observations: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        """Record results measured elsewhere (manual targets)."""
+        """Record results measured elsewhere (on a runnable target: imported runs)."""
         path = f"/experiments/{experiment_id}/observations"
         return self._call("POST", path, json=observations)  # type: ignore[no-any-return]
 

@@ -51,12 +51,23 @@ async def lock_experiment(session: AsyncSession, experiment_id: int) -> None:
 
 
 async def list_experiments(
-    session: AsyncSession, *, owner: str | None, limit: int, offset: int
+    session: AsyncSession,
+    *,
+    owner: str | None,
+    limit: int,
+    offset: int,
+    status: str | None = None,
+    target: str | None = None,
 ) -> Sequence[Experiment]:
-    """Experiments of `owner` (everybody's when None), newest first."""
+    """Experiments of `owner` (everybody's when None), newest first, of one `status` and one
+    `target` when given."""
     query = select(Experiment)
     if owner is not None:
         query = query.where(Experiment.owner == owner)
+    if status is not None:
+        query = query.where(Experiment.status == status)
+    if target is not None:
+        query = query.where(Experiment.target == target)
     query = query.order_by(Experiment.id.desc()).limit(limit).offset(offset)
     return (await session.scalars(query)).all()
 

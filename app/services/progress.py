@@ -88,12 +88,17 @@ async def get_all(
     viewer: Principal,
     limit: int,
     offset: int,
+    status: str | None = None,
+    target: str | None = None,
     cache: TallyCache | None = None,
 ) -> list[ExperimentDetail]:
-    """The experiments `viewer` may see, newest first, with their progress (what their
-    trials add up to from `cache` while they have not changed)."""
+    """The experiments `viewer` may see, newest first, of one `status` and `target` when
+    given, with their progress (what their trials add up to from `cache` while they have not
+    changed)."""
     owner = None if viewer.admin else viewer.owner
-    experiments = await rows.list_experiments(session, owner=owner, limit=limit, offset=offset)
+    experiments = await rows.list_experiments(
+        session, owner=owner, limit=limit, offset=offset, status=status, target=target
+    )
     return await _summaries(session, experiments, cache)
 
 

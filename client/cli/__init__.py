@@ -4,10 +4,17 @@ cluster, demo). The commands register themselves on `cli` in the order `--help` 
 
 from __future__ import annotations
 
-from client.cli import key_commands, rest_commands, service_commands
+from client.cli import key_commands, rest_commands, review_commands, service_commands
 from client.cli.base import cli
 
-__all__ = ["cli", "key_commands", "main", "rest_commands", "service_commands"]
+__all__ = [
+    "cli",
+    "key_commands",
+    "main",
+    "rest_commands",
+    "review_commands",
+    "service_commands",
+]
 
 
 def main() -> None:

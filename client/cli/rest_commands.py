@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -240,44 +238,6 @@ def design_preview(ctx: typer.Context, file: SpecFile) -> None:
     request = {k: spec[k] for k in ("factors", "design", "constraints", "target") if k in spec}
     with api_client(ctx) as client:
         show.print_design(stdout(), client.preview_design(request))
-
-
-class ExportFormat(StrEnum):
-    """What `export` writes."""
-
-    csv = "csv"
-    json = "json"
-
-
-@cli.command()
-def export(
-    ctx: typer.Context,
-    experiment_id: ExperimentId,
-    fmt: Annotated[
-        ExportFormat,
-        typer.Option(
-            "--format", help="csv: the run table, to run trials by hand; json: the trials"
-        ),
-    ] = ExportFormat.csv,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="file to write (default: stdout)", dir_okay=False),
-    ] = None,
-) -> None:
-    """Export an experiment's run table as CSV, or its trials as JSON."""
-    with api_client(ctx) as client:
-        if fmt is ExportFormat.csv:
-            text = client.design_csv(experiment_id)
-        else:
-            text = json.dumps(client.trials(experiment_id), indent=2) + "\n"
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise CommandError(f"cannot write {output}: {error.strerror or error}") from None
-    typer.echo(f"wrote {output}", err=True)
 
 
 @cli.command()

@@ -5,6 +5,8 @@ real Celery worker process on the simulated target."""
 from __future__ import annotations
 
 import copy
+import csv
+import io
 import json
 import os
 import re
@@ -29,6 +31,7 @@ from app.main import create_app
 from client.cli import cli
 from client.http import ApiError, Client
 from client.processes import ChildProcess, free_port, wait_until, worker_command
+from experiments.numbers import format_value
 from tests.app.test_api import MANUAL
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "catalog" / "quickstart.yaml"
@@ -150,7 +153,8 @@ def table_rows(output: str, first_cell: str) -> list[list[str]]:
 HELP = [
     ([], ["--url", "GALERA_DOE_URL", "--api-key", "GALERA_DOE_API_KEY", "submit", "status",
           "trials", "analysis", "suggest", "optimize", "design", "export", "plot", "serve",
-          "worker", "lab", "demo", "start", "cancel"]),
+          "worker", "lab", "demo", "start", "cancel", "list", "show-trial", "accept", "observe",
+          "report"]),
     (["submit"], ["FILE.yaml", "--wait", "--no-start", "--timeout", "--target", "--model"]),
     (["start"], ["ID", "--wait", "--timeout", "--model"]),
     (["cancel"], ["ID"]),
@@ -162,7 +166,12 @@ HELP = [
                     "--timeout"]),
     (["design"], ["preview"]),
     (["design", "preview"], ["FILE.yaml"]),
-    (["export"], ["ID", "--format", "csv", "json", "--output"]),
+    (["export"], ["ID", "--format", "csv", "plan", "json", "--output"]),
+    (["list"], ["--status", "--target", "--limit"]),
+    (["show-trial"], ["TRIAL_ID"]),
+    (["accept"], ["ID", "SUGGESTION_ID"]),
+    (["observe"], ["ID", "FILE.csv|FILE.json"]),
+    (["report"], ["ID", "--output", "--format", "markdown", "html"]),
     (["plot"], ["ID", "KIND", "contour", "--output", "--x", "--y", "--response", "--model",
                 "--width", "--height"]),
     (["serve"], ["--host", "--port"]),
@@ -221,10 +230,15 @@ def test_submit_without_start_then_status_trials_export_start_and_cancel(api: Ap
     assert all(re.fullmatch(r"nodes=[123] threads_per_client=[248]", r[3]) for r in rows), rows
     assert {r[4] for r in rows} == {"n/a"} and {r[5] for r in rows} == {"0"}
 
-    csv_text = ok(run("export", str(experiment_id), api=api))
+    csv_text = ok(run("export", str(experiment_id), "--format", "plan", api=api))
     lines = csv_text.splitlines()
     assert lines[0].startswith("run_order,std_order,block,whole_plot") and len(lines) == 10
     assert "nodes" in lines[0] and "threads_per_client" in lines[0]
+    results = ok(run("export", str(experiment_id), api=api)).splitlines()
+    assert results[0] == (
+        "trial,run_order,block,whole_plot,point_type,source,status,nodes,threads_per_client,error"
+    )
+    assert len(results) == 10 and all(",pending," in line for line in results[1:])
 
     output = tmp_path / "trials.json"
     result = run("export", str(experiment_id), "--format", "json", "-o", str(output), api=api)
@@ -451,7 +465,13 @@ def test_submit_wait_runs_on_the_simulated_target_and_every_command_reads_it(
     plan = ok(run("suggest", str(experiment_id), api=api))
     assert "strategy auto, stage" in plan
 
-    assert len(ok(run("export", str(experiment_id), api=api)).splitlines()) == 10
+    exported = list(csv.DictReader(io.StringIO(ok(run("export", str(experiment_id), api=api)))))
+    assert len(exported) == 9 and {row["status"] for row in exported} == {"succeeded"}
+    trials_by_id = {t["id"]: t for t in Client(api.url, api_key=api.key).trials(experiment_id)}
+    for row in exported:
+        measured = trials_by_id[int(row["trial"])]["responses"]
+        assert float(row["tps"]) == measured["tps"]
+        assert int(row["nodes"]) == trials_by_id[int(row["trial"])]["config"]["nodes"]
 
 
 @pytest.mark.integration
@@ -472,3 +492,73 @@ def test_optimize_wait_follows_the_loop_until_it_stops(
     assert table_rows(after, r"0") == [["0", "0", "0", "3", "0", "0", "3"]], after
     rows = table_rows(ok(run("trials", str(experiment_id), api=api)), r"\d+")
     assert [r[2] for r in rows] == ["succeeded"] * 3, rows
+
+
+STUDY_FILE = Path(__file__).resolve().parents[2] / "data" / "galera_nodes_connections_mariadb11.csv"
+
+
+def test_observe_list_show_trial_accept_export_and_report(api: Api, tmp_path: Path):
+    spec = write_yaml(tmp_path / "study.yaml", {**MANUAL, "name": "imported study"})
+    experiment_id = submitted_id(ok(run("submit", str(spec), api=api)))
+
+    observed = ok(run("observe", str(experiment_id), str(STUDY_FILE), "--response", "tps", api=api))
+    rows = list(csv.DictReader(STUDY_FILE.open()))
+    assert f"recorded {len(rows)} observations in experiment {experiment_id}" in observed
+    bad = tmp_path / "bad.csv"
+    bad.write_text("galera_nodes,total_connections,tps\n3,40,fast\n")
+    assert one_error_line(run("observe", str(experiment_id), str(bad), api=api), 1) == (
+        f"error: {bad}, line 2: tps 'fast' is not a number"
+    )
+
+    listed = ok(run("list", "--status", "completed", api=api))
+    mine = [r for r in table_rows(listed, r"\d+") if int(r[0]) == experiment_id]
+    assert mine and mine[0][1:5] == [
+        "imported study",
+        "manual",
+        "completed",
+        f"{len(rows)}/{len(rows)}",
+    ]
+    best = max(float(r["tps"]) for r in rows)
+    assert mine[0][5] == f"tps {format_value(best)}"
+    assert all(
+        r[3] == "planned"
+        for r in table_rows(ok(run("list", "--status", "planned", api=api)), r"\d+")
+    )
+
+    with Client(api.url, api_key=api.key) as client:
+        trial = client.trials(experiment_id)[0]
+    shown = ok(run("show-trial", str(trial["id"]), api=api))
+    assert f"Trial {trial['id']} of experiment {experiment_id}" in shown
+    assert "observation" in shown and "raw output: none stored" in shown
+    assert table_rows(shown, r"tps") == [["tps", format_value(trial["responses"]["tps"])]]
+
+    with Client(api.url, api_key=api.key) as client:
+        suggestion = client.suggest(experiment_id, strategy="bayes", count=1)["suggestions"][0]
+    accepted = ok(run("accept", str(experiment_id), str(suggestion["id"]), api=api))
+    assert re.match(r"trial \d+ \(pending\) runs galera_nodes=\d+, total_connections=\d+", accepted)
+
+    exported = list(csv.DictReader(io.StringIO(ok(run("export", str(experiment_id), api=api)))))
+    measured = [row for row in exported if row["status"] == "succeeded"]
+    assert sorted(float(row["tps"]) for row in measured) == sorted(float(r["tps"]) for r in rows)
+    assert [row["status"] for row in exported if row["source"] == "suggestion"] == ["pending"]
+
+    markdown = tmp_path / "report.md"
+    written = run("report", str(experiment_id), "-o", str(markdown), api=api)
+    ok(written)
+    text = markdown.read_text()
+    for heading in (
+        "## Run table",
+        "## Model",
+        "## ANOVA (type II)",
+        "## Optimum",
+        "## Explanation",
+    ):
+        assert heading in text, text
+    assert "tps ~ auto (selected from the quadratic model by AICc)" in text
+    assert "![contour](report_files/contour.png)" in text
+    assert Image.open(tmp_path / "report_files" / "contour.png").size == (800, 560)
+    page = tmp_path / "report.html"
+    ok(run("report", str(experiment_id), "-o", str(page), "--format", "html", api=api))
+    html_text = page.read_text()
+    assert html_text.count('src="data:image/png;base64,') >= 3
+    assert re.search(r'(src|href)="(https?:)?//', html_text) is None

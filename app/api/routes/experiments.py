@@ -41,6 +41,7 @@ from app.services.experiment_commands import NewExperiment
 from app.services.idempotency import Idempotency
 from app.services.observations import record_observations as store_observations
 from app.services.progress import ExperimentDetail
+from app.statuses import ExperimentStatus
 from experiments.terms import DEFAULT_MODEL
 
 router = APIRouter(
@@ -127,10 +128,23 @@ async def list_experiments(
     tallies: TalliesDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    status: Annotated[
+        ExperimentStatus | None, Query(description="only experiments in this status")
+    ] = None,
+    target: Annotated[
+        str | None, Query(max_length=100, description="only experiments on this target")
+    ] = None,
 ) -> list[ExperimentOut]:
-    """The key owner's experiments (an admin's key: everybody's), newest first."""
+    """The key owner's experiments (an admin's key: everybody's), newest first; filtered by
+    status and target when given."""
     details = await progress.get_all(
-        session, viewer=viewer, limit=limit, offset=offset, cache=tallies
+        session,
+        viewer=viewer,
+        limit=limit,
+        offset=offset,
+        status=status,
+        target=target,
+        cache=tallies,
     )
     return [_out(d) for d in details]
 
