@@ -17,12 +17,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from client.http import Client
-from experiments.numbers import format_value
+from experiments.numbers import format_value, significant
 
 Json = dict[str, Any]
 
 FINAL_EXPERIMENT_STATUSES = frozenset({"completed", "cancelled"})
 TRIAL_STATUSES = ("pending", "queued", "running", "succeeded", "failed", "cancelled")
+# Factor names up to this long stay whole in a narrow table; longer ones become initials.
+SHORT_NAME = 6
 
 
 class SpecFileError(ValueError):
@@ -81,7 +83,18 @@ def progress_detail(experiment: Mapping[str, Any]) -> str:
     loop = experiment.get("optimization")
     if loop is not None and loop["status"] == "running":
         detail += f"  loop round {loop['rounds']}, {loop['trials_used']}/{loop['budget']} trials"
+    remaining = (experiment.get("timing") or {}).get("remaining_s")
+    if remaining is not None:
+        detail += f"  about {_duration(remaining)} left"
     return detail
+
+
+def _duration(seconds: float) -> str:
+    """A time left as people say it: 40 s, 3 min, 1 h 20 min."""
+    if seconds < 90:
+        return f"{max(round(seconds), 1)} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def follow(
@@ -93,9 +106,11 @@ def follow(
     until: Callable[[Mapping[str, Any]], bool] = experiment_finished,
     check_alive: Callable[[], None] | None = None,
     interval: float = 0.3,
+    loop_id: int | None = None,
 ) -> Json:
     """Show a progress bar of the experiment's trials until `until(experiment)` holds; return the
-    experiment as it was then.
+    experiment as it was then. With `loop_id`, the bar counts that optimization loop's trials
+    against its budget; the line beside it says what runs, the best so far and the time left.
 
     `check_alive` is called before every poll (the demo checks its API and worker processes).
     Raises WaitTimeoutError after `timeout` seconds.
@@ -114,13 +129,9 @@ def follow(
             if check_alive is not None:
                 check_alive()
             experiment = client.experiment(experiment_id)
-            counts = experiment["progress"]
-            done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
+            total, done = _bar(experiment, loop_id)
             progress.update(
-                task,
-                total=counts["total"],
-                completed=done,
-                detail=escape(progress_detail(experiment)),
+                task, total=total, completed=done, detail=escape(progress_detail(experiment))
             )
             if until(experiment):
                 return experiment
@@ -130,6 +141,31 @@ def follow(
                     f"(see `galera-doe status {experiment_id}`)"
                 )
             time.sleep(interval)
+
+
+def short_names(names: list[str], width: int) -> dict[str, str]:
+    """Column headers for factors that fit `width` characters: the names themselves when they
+    fit, else the initials of their words (threads_per_client: tpc), made unique with a digit,
+    which a legend under the table spells out."""
+    if sum(len(name) + 3 for name in names) <= width:
+        return {name: name for name in names}
+    shorts: dict[str, str] = {}
+    for name in names:
+        short = name if len(name) <= SHORT_NAME else "".join(p[0] for p in name.split("_") if p)
+        candidate, n = short, 2
+        while candidate in shorts.values():
+            candidate, n = f"{short}{n}", n + 1
+        shorts[name] = candidate
+    return shorts
+
+
+def _bar(experiment: Mapping[str, Any], loop_id: int | None) -> tuple[int, int]:
+    """(total, done) of the bar: the experiment's trials, or the loop's budget and use."""
+    loop = experiment.get("optimization")
+    if loop_id is not None and loop is not None and loop["id"] == loop_id:
+        return loop["budget"], min(loop["trials_used"], loop["budget"])
+    counts = experiment["progress"]
+    return counts["total"], counts["succeeded"] + counts["failed"] + counts["cancelled"]
 
 
 # Tables ----------------------------------------------------------------------------------------
@@ -173,8 +209,8 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
         ("stage", loop.get("stage")),
         ("rounds", loop["rounds"]),
         ("trials used", f"{loop['trials_used']} of {loop['budget']} (batch {loop['batch_size']})"),
-        ("last expected improvement", _num(loop.get("expected_improvement"), ".4g")),
-        ("stop when improvement below", _num(stop_rule, ".4g")),
+        ("last expected improvement", _sig(loop.get("expected_improvement"), 4)),
+        ("stop when improvement below", _sig(stop_rule, 4)),
         ("explanation", loop.get("explanation")),
         ("stop reason", loop.get("stop_reason")),
         ("error", loop.get("error")),
@@ -226,8 +262,9 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
     if split:
         table.add_column("whole plot", justify="right")
     table.add_column("point")
+    headers = short_names(factors, console.width - 30)
     for name in factors:
-        table.add_column(escape(name), justify="right")
+        table.add_column(escape(headers[name]), justify="right")
     table.add_column("note")
     for point in points:
         note = []
@@ -245,6 +282,9 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
         row.append(", ".join(note))
         table.add_row(*row)
     console.print(table)
+    legend = [f"{short} = {name}" for name, short in headers.items() if short != name]
+    if legend:
+        console.print(escape("columns: " + ", ".join(legend)))
 
     quality = design.get("quality") or {}
     report = _facts(f"Quality for the {design['model']} model")
@@ -253,7 +293,7 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
         ("parameters", quality.get("parameters")),
         ("residual df", quality.get("residual_df")),
         ("D-efficiency", _num(quality.get("d_efficiency"), ".1f")),
-        ("max VIF", _num(quality.get("max_vif"), ".3g")),
+        ("max VIF", _sig(quality.get("max_vif"), 3)),
         ("not estimable", ", ".join(quality.get("not_estimable") or []) or "none"),
         ("removed by constraints", design.get("removed_by_constraints", 0)),
     ]
@@ -326,7 +366,7 @@ def print_plan(console: Console, experiment: Mapping[str, Any], plan: Mapping[st
     console.print(f"[bold]strategy {plan['strategy']}, stage {escape(plan['stage'])}[/]")
     console.print(escape(plan["explanation"]))
     if plan.get("expected_improvement") is not None:
-        console.print(f"expected improvement: {plan['expected_improvement']:.4g}")
+        console.print(f"expected improvement: {significant(plan['expected_improvement'], 4)}")
     if plan.get("stop_reason"):
         console.print(f"stop: {escape(plan['stop_reason'])}")
     suggestions = plan["suggestions"]
@@ -365,8 +405,8 @@ def _print_fit(console: Console, analysis: Mapping[str, Any]) -> None:
         ("R²", _num(analysis.get("r_squared"), ".4f")),
         ("adjusted R²", _num(analysis.get("adj_r_squared"), ".4f")),
         ("predicted R²", _num(fit.get("predicted_r_squared"), ".4f")),
-        ("RMSE", _num(analysis.get("rmse"), ".4g")),
-        ("AICc", _num(fit.get("aicc"), ".4g")),
+        ("RMSE", _sig(analysis.get("rmse"), 4)),
+        ("AICc", _sig(fit.get("aicc"), 4)),
     ]
     lack_of_fit = analysis.get("lack_of_fit") or {}
     if lack_of_fit.get("p_value") is not None:
@@ -383,15 +423,20 @@ def _print_fit(console: Console, analysis: Mapping[str, Any]) -> None:
 def _print_coefficients(console: Console, analysis: Mapping[str, Any]) -> None:
     table = Table(title="Coefficients (coded units)")
     for name in ("term", "coefficient", "SE", "t", "p", "95% CI"):
-        table.add_column(name, justify="left" if name == "term" else "right")
+        table.add_column(
+            name,
+            justify="left" if name == "term" else "right",
+            overflow="fold" if name == "term" else "ellipsis",
+            no_wrap=name != "term",
+        )
     for term in analysis.get("terms") or []:
         table.add_row(
             escape(term["name"]),
-            _num(term["coefficient"], ".4g"),
-            _num(term.get("std_error"), ".3g"),
-            _num(term.get("t"), ".3g"),
+            _sig(term["coefficient"], 4),
+            _sig(term.get("std_error"), 3),
+            _sig(term.get("t"), 3),
             _p(term.get("p_value")),
-            escape(f"[{_num(term.get('ci_low'), '.4g')}, {_num(term.get('ci_high'), '.4g')}]"),
+            escape(f"[{_sig(term.get('ci_low'), 4)}, {_sig(term.get('ci_high'), 4)}]"),
         )
     console.print(table)
 
@@ -470,6 +515,11 @@ def _listed(value: object) -> str:
 
 def _num(value: float | None, spec: str = ".1f") -> str:
     return "n/a" if value is None else format(value, spec)
+
+
+def _sig(value: float | None, digits: int) -> str:
+    """`value` to `digits` significant digits, written out in full (never 1.49e+03)."""
+    return "n/a" if value is None else significant(value, digits)
 
 
 def _p(value: float | None) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from app.config import Settings
-from app.key_admin import create_key
+from app.key_admin import create_key, revoke_key
 from app.queue import trial_queue
 from client.http import ApiError, Client
 
@@ -133,13 +133,14 @@ def running_service(
 ) -> Iterator[Service]:
     """Start the API and one worker, wait until the API reports healthy, stop both at the end.
 
-    The client carries a new API key of `owner`, made on the service's database (`api_key`).
-    The worker stops first (it may hold a lab cluster it has to shut down: give it
-    `stop_timeout`).
+    The client carries a new API key of `owner`, made on the service's database (`api_key`)
+    and revoked when the service stops, so no demo key outlives its demo. The worker stops
+    first (it may hold a lab cluster it has to shut down: give it `stop_timeout`).
     """
     port = free_port()
     database_url = env.get("GALERA_DOE_DATABASE_URL") or Settings().database_url
-    api_key = create_key(database_url, owner).token
+    made = create_key(database_url, owner)
+    api_key = made.token
     service = Service(
         client=Client(f"http://127.0.0.1:{port}", api_key=api_key),
         api_key=api_key,
@@ -162,3 +163,4 @@ def running_service(
         service.client.close()
         service.worker.stop(timeout=stop_timeout)
         service.api.stop()
+        revoke_key(database_url, str(made.key.id))

@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from app.config import get_settings
 from app.target_specs import load_targets
@@ -31,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     up = commands.add_parser("up", help="start or resize the lab cluster")
     up.add_argument("--nodes", type=int, default=3)
     commands.add_parser("down", help="stop every node cleanly")
-    commands.add_parser("status", help="nodes, pids, ports and health as JSON")
+    status = commands.add_parser("status", help="nodes, pids, ports and health")
+    for command in (up, status):
+        command.add_argument("--json", action="store_true", help="print JSON, not a table")
     args = parser.parse_args(argv)
     cluster = LabCluster(lab_layout())
     try:
@@ -42,8 +48,35 @@ def main(argv: list[str] | None = None) -> int:
     except GaleraError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(json.dumps(cluster.status(), indent=2, default=str))
+    state = cluster.status()
+    if getattr(args, "json", False) or args.command == "down":
+        print(json.dumps(state, indent=2, default=str))
+    else:
+        print_status(state)
     return 0
+
+
+def print_status(state: dict[str, Any]) -> None:
+    """The cluster as a table: one row per node, then whether the cluster is healthy."""
+    table = Table(title=f"lab cluster {state['cluster_name']} in {state['base_dir']}")
+    for name in ("node", "pid", "port", "gmcast", "state", "size", "ready", "problem"):
+        table.add_column(name, overflow="fold")
+    for node in state["nodes"]:
+        health = node.get("health") or {}
+        table.add_row(
+            node["name"],
+            str(node["pid"]),
+            str(node["client_port"]),
+            str(node["gmcast_port"]),
+            str(health.get("state", "")),
+            str(health.get("cluster_size", "")),
+            str(health.get("ready", "")),
+            node.get("error") or "",
+        )
+    console = Console()
+    console.print(table)
+    verdict = "healthy" if state["healthy"] else "not healthy" if state["size"] else "down"
+    console.print(f"{state['size']} node(s), {verdict}")
 
 
 if __name__ == "__main__":

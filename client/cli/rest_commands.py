@@ -220,14 +220,22 @@ def optimize(
             console,
             timeout=timeout,
             until=show.loop_finished(loop["id"]),
+            loop_id=loop["id"],
         )
-    ended = final["optimization"]
-    show.print_optimization(console, ended)
-    console.print(
-        f"loop {ended['status']}: {ended.get('stop_reason') or 'no stop reason'}", markup=False
-    )
-    if ended["status"] == "failed":
-        raise CommandError(f"optimization loop {ended['id']} failed: {ended.get('error')}")
+        ended = final["optimization"]
+        show.print_optimization(console, ended)
+        console.print(
+            f"loop {ended['status']}: {ended.get('stop_reason') or 'no stop reason'}",
+            markup=False,
+        )
+        if ended["status"] == "failed":
+            raise CommandError(f"optimization loop {ended['id']} failed: {ended.get('error')}")
+        try:
+            analysis = client.analysis(experiment_id)
+        except ApiError as error:
+            console.print(f"no analysis: {error}", markup=False)
+            return
+        show.print_results(console, final, analysis)
 
 
 @design_cli.command("preview")

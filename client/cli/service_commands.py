@@ -79,12 +79,17 @@ def demo(
 def lab(
     action: Annotated[str, typer.Argument(help="up, down or status")],
     nodes: Annotated[int, typer.Option(help="node count for `up`")] = 3,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="status as JSON instead of a table")
+    ] = False,
 ) -> None:
-    """Manage the local lab Galera cluster by hand: up [--nodes N], down, status."""
+    """Manage the local lab Galera cluster by hand: up [--nodes N], down, status [--json]."""
     if action not in ("up", "down", "status"):
         fail("the action is one of up, down, status", EXIT_USAGE)
     # The lab lives on the worker side; the CLI runs it as a module, importing no worker code.
     argv = [sys.executable, "-m", "worker.lab", action]
     if action == "up":
         argv += ["--nodes", str(nodes)]
+    if as_json and action != "down":
+        argv.append("--json")
     raise typer.Exit(subprocess.run(argv, check=False).returncode)

@@ -487,6 +487,8 @@ def test_optimize_wait_follows_the_loop_until_it_stops(
     assert re.search(r"optimization loop \d+ running: auto, budget 3 trials, 2 per round", loop)
     assert "loop stopped: the budget of trials is used up" in loop, loop
     assert re.search(r"trials used\s+│\s+3 of 3 \(batch 2\)", loop), loop
+    # Three runs of two factors support no model yet: the loop says so instead of an optimum.
+    assert "no analysis: HTTP 422: model: needs at least 4 successful runs" in loop, loop
     after = ok(run("status", str(experiment_id), api=api))
     assert re.search(r"Optimization loop \d+", after) and "stopped" in after, after
     assert table_rows(after, r"0") == [["0", "0", "0", "3", "0", "0", "3"]], after

@@ -17,6 +17,7 @@ import pytest
 import redis
 import yaml
 
+from app.key_admin import list_keys
 from worker.lab_layout import free_layout
 
 pytestmark = pytest.mark.integration
@@ -60,6 +61,8 @@ def test_demo_prints_the_optimum_and_stops_what_it_started(demo_broker: str, tmp
     assert len(pids) == 2, out
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the demo"
+    keys = list_keys(env["GALERA_DOE_DATABASE_URL"])
+    assert [k.owner for k in keys] == ["demo"] and keys[0].revoked_at is not None
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

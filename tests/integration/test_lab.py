@@ -26,6 +26,7 @@ from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
 from worker import galera_sql, lab_layout, lab_supervisor, sysbench
+from worker.lab import print_status
 
 pytestmark = pytest.mark.integration
 
@@ -291,3 +292,17 @@ def test_the_cluster_password_never_reaches_the_api_the_logs_or_the_raw_output(
         assert password not in json.dumps(answer)
     for log in ("api.log", "worker.log"):
         assert password not in (service_dir / log).read_text(errors="replace"), log
+
+
+def test_lab_status_is_a_table_of_the_nodes(
+    cluster: lab_supervisor.LabCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = cluster.status()
+    print_status(state)
+    out = capsys.readouterr().out
+    assert f"lab cluster {state['cluster_name']}" in out
+    for node in state["nodes"]:
+        row = next(line for line in out.splitlines() if f" {node['name']} " in line)
+        assert str(node["pid"]) in row and str(node["client_port"]) in row
+        assert "Synced" in row
+    assert out.rstrip().endswith(f"{state['size']} node(s), healthy")
