@@ -13,6 +13,7 @@ from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from app.api import field_docs
 from app.api.body_limit import BodySizeLimit
 from app.api.deps import current_principal
 from app.api.docs import install_docs
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         redoc_url=None,
     )
     install_docs(app)
+    field_docs.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.add_exception_handler(OperationalError, _database_unavailable)

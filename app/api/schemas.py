@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from experiments.analysis import Analysis
 
 ModelOrder = Annotated[
     str,
@@ -69,8 +73,30 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return documented
 
 
+class FieldErrorOut(BaseModel):
+    """One field that broke a rule."""
+
+    loc: list[str | int] = Field(
+        description="where: body, query, path or header, then the field's path (list indexes"
+        " as numbers), e.g. [\"body\", \"factors\", 0, \"high\"]"
+    )
+    msg: str = Field(description="the rule it broke, in one sentence")
+    type: str = Field(description="the kind of rule (domain_rule for the service's own)")
+
+
+class FieldErrorsOut(BaseModel):
+    """The request was refused: every field that broke a rule, and the rule."""
+
+    detail: list[FieldErrorOut] = Field(description="one entry per field refused")
+
+
 # What every route behind an API key may answer besides its own outcomes.
-KEYED_RESPONSES = error_responses(401, 503)
+KEYED_RESPONSES = error_responses(401, 503) | {
+    422: {
+        "model": FieldErrorsOut,
+        "description": "a field broke a rule: `loc` names it, `msg` says the rule",
+    }
+}
 
 
 class Strict(BaseModel):
@@ -316,14 +342,22 @@ class ExperimentWithTrialsOut(ExperimentOut):
     trials: list[TrialOut]
 
 
-class AnalysisOut(BaseModel):
-    """The fitted model of one response and its optimum (fields grow with the analysis)."""
+def _engine_fields(result: type) -> dict[str, Any]:
+    """The fields of an engine result dataclass, typed as it types them, for a response model
+    that carries it whole (one definition of each field: the engine's)."""
+    hints = typing.get_type_hints(result)
+    return {field.name: (hints[field.name], ...) for field in dataclasses.fields(result)}
 
-    model_config = ConfigDict(extra="allow")
 
-    response: str
-    trials_used: int
-    trials_failed: int
+AnalysisOut = create_model(
+    "AnalysisOut",
+    __doc__="The fitted model of one response: terms, ANOVA, fit statistics, ranked factors,"
+    " the optimum with its intervals, diagnostics and the explanation.",
+    response=(str, Field(description="the response modelled")),
+    trials_used=(int, Field(description="succeeded trials that measured it (the fit's runs)")),
+    trials_failed=(int, Field(description="failed trials, left out of the fit")),
+    **_engine_fields(Analysis),
+)
 
 
 class ServiceHealth(BaseModel):

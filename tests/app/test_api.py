@@ -526,7 +526,7 @@ async def test_a_new_experiment_starts_from_the_compatible_trials_of_an_earlier_
 
     # What cannot seed it, named by field.
     simulated = await create(api, SIMULATED)
-    other_key = await make_key("someone else")
+    other_key = await make_key("someone-else")
     foreign = await api.post(
         "/experiments", json=MANUAL, headers={"Authorization": f"Bearer {other_key}"}
     )
