@@ -78,7 +78,7 @@ class FieldErrorOut(BaseModel):
 
     loc: list[str | int] = Field(
         description="where: body, query, path or header, then the field's path (list indexes"
-        " as numbers), e.g. [\"body\", \"factors\", 0, \"high\"]"
+        ' as numbers), e.g. ["body", "factors", 0, "high"]'
     )
     msg: str = Field(description="the rule it broke, in one sentence")
     type: str = Field(description="the kind of rule (domain_rule for the service's own)")
