@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiments.numbers import format_value
+from experiments.numbers import format_value, measured
 
 
 def print_experiment_list(console: Console, experiments: Iterable[Mapping[str, Any]]) -> None:
@@ -30,7 +30,7 @@ def print_experiment_list(console: Console, experiments: Iterable[Mapping[str, A
             escape(experiment["target"]),
             experiment["status"],
             f"{done}/{counts['total']}",
-            "" if best is None else escape(f"{response} {format_value(best['value'])}"),
+            "" if best is None else escape(f"{response} {measured(best['value'])}"),
             str(experiment["created_at"])[:16].replace("T", " "),
         )
     console.print(table)
@@ -70,7 +70,8 @@ def print_trial(console: Console, trial: Mapping[str, Any]) -> None:
         table.add_column("name")
         table.add_column("value", justify="right")
         for name, value in values.items():
-            table.add_row(escape(name), escape(format_value(value)))
+            shown = measured(value) if title == "responses" else format_value(value)
+            table.add_row(escape(name), escape(shown))
         console.print(table)
     raw = trial.get("raw_output")
     console.print("raw output:" if raw else "raw output: none stored")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.http import ApiError, Client
-from experiments.numbers import format_value
+from experiments.numbers import format_value, measured
 
 # The review plots a report shows, in order; a plot the data cannot support is left out.
 PLOTS = ("contour", "main_effects", "pareto", "residuals", "progress")
@@ -166,7 +166,7 @@ def _html(experiment: Mapping[str, Any], sections: list[Section], images: dict[s
 
 def _response(trial: Mapping[str, Any], response: str) -> str:
     value = (trial.get("responses") or {}).get(response)
-    return "" if value is None else format_value(value)
+    return "" if value is None else measured(value)
 
 
 def _fit_line(analysis: Mapping[str, Any]) -> str:

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+# Measurements keep their precision in tables: sysbench prints tps to two decimals.
+MEASURED_DIGITS = 6
+
 
 def format_value(value: object) -> str:
     """A factor or response value as people read it.
@@ -35,6 +38,11 @@ def significant(number: float, digits: int = 3) -> str:
         decimals -= 1  # 999.6 rounds up to 1000: one digit fewer after the point
     text = f"{rounded:.{max(decimals, 0)}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def measured(value: float) -> str:
+    """A measured value as it was measured: up to six significant digits (1428.9, 0.0012)."""
+    return significant(float(value), MEASURED_DIGITS)
 
 
 def format_optional(value: float | None, spec: str) -> str:
