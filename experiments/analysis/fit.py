@@ -9,29 +9,21 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 import scipy.stats
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.diagnostics import box_cox, diagnostics
+from experiments.analysis.effects import ranked_effects
 from experiments.analysis.explain import BlockShifts, Explanation, Fit, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
-from experiments.analysis.optimize import (
-    DesirabilityGoal,
-    Predictor,
-    ResponseBound,
-    best_configuration,
-    most_desirable,
-)
-from experiments.analysis.region import DataRegion
+from experiments.analysis.predicted_optimum import predicted_optimum, widenable_edges
 from experiments.analysis.results import (
     Analysis,
     FactorEffect,
     Optimum,
-    Profile,
     ResponseGoal,
     ResponseLimit,
     Term,
@@ -46,30 +38,22 @@ from experiments.analysis.statistics import (
     anova,
     fit_statistics,
     lack_of_fit,
-    term_label,
 )
 from experiments.analysis.surface import (
     canonical,
     natural_coefficients,
 )
 from experiments.constraints import Constraint
-from experiments.designs import factor_levels
-from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.factors import Config, FactorSpace
 from experiments.goals import check_goal
-from experiments.lattice import candidate_values
 from experiments.numbers import finite_or_none
 from experiments.terms import (
     DEFAULT_MODEL,
     MODEL_ORDERS,
     ModelTerms,
-    columns_of,
-    factor_columns,
-    main_columns,
 )
 
 MODELS: tuple[str, ...] = MODEL_ORDERS
-# Settings of a factor's profile when its range is not a short run of whole numbers.
-PROFILE_POINTS = 21
 
 
 def fit(
@@ -117,9 +101,9 @@ def fit(
     # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
     with np.errstate(divide="ignore", invalid="ignore"):
         term_list = _terms(results, terms.names)
-        best = _optimum(fitted, goal, constraints, limits, desirability)
+        best = predicted_optimum(fitted, goal, constraints, limits, desirability)
         table = anova(results, x, terms.names, terms.factors)
-        ranked = _ranked_effects(space, terms, results, table, best, goal)
+        ranked = ranked_effects(space, terms, results, table, best, goal)
         statistics = fit_statistics(results, x, y)
         split = _split_plot(space, terms, x, y, whole_plots)
         misfit = lack_of_fit(_replicate_keys(fitted), y, results)
@@ -214,25 +198,6 @@ def _terms(results: RegressionResults, names: Sequence[str]) -> list[Term]:
     ]
 
 
-def _ranked_effects(
-    space: FactorSpace,
-    terms: ModelTerms,
-    results: RegressionResults,
-    table: Sequence[AnovaRow],
-    best: Optimum,
-    goal: str,
-) -> list[FactorEffect]:
-    """Every factor in the model, most important first (share of the sum of squares, then
-    size of the effect)."""
-    at_optimum = main_columns(space, [best.config])[0]
-    effects = [
-        _effect(space, terms, results, i, at_optimum, _share(table, terms, i), goal)
-        for i, f in enumerate(space.factors)
-        if columns_of(f)
-    ]
-    return sorted(effects, key=lambda e: (-(e.share_of_ss or 0.0), -abs(e.effect)))
-
-
 def _method(split: SplitPlotFit | None) -> str:
     if split is not None:
         return (
@@ -302,168 +267,6 @@ def _lenth(space: FactorSpace, observed: list[Config], y: np.ndarray) -> Lenth |
     return lenth({name: 2.0 * float(b) for name, b in zip(names, params[1:], strict=True)})
 
 
-def _centre_mains(space: FactorSpace) -> np.ndarray:
-    """Main-effect columns at the centre: numeric factors at 0, categorical levels averaged."""
-    return np.concatenate(
-        [
-            np.zeros(columns_of(f))
-            if f.is_numeric
-            else np.full(columns_of(f), 1.0 / (columns_of(f) + 1))
-            for f in space.factors
-        ]
-    )
-
-
-def _effect(
-    space: FactorSpace,
-    terms: ModelTerms,
-    results: RegressionResults,
-    index: int,
-    at_optimum: np.ndarray,
-    share: float | None,
-    goal: str,
-) -> FactorEffect:
-    factor = space.factors[index]
-    settings: list[Value]
-    if factor.is_numeric:
-        settings = [factor.check_value(end) for end in factor.bounds]
-    else:
-        settings = list(factor.levels or ())
-    start = sum(columns_of(f) for f in space.factors[:index])
-
-    def predicted(base: np.ndarray, along: Sequence[Value] = settings) -> np.ndarray:
-        block = factor_columns(factor, along)
-        rows = np.tile(base, (len(along), 1))
-        rows[:, start : start + block.shape[1]] = block
-        return np.asarray(terms.matrix(rows) @ results.params)
-
-    centre = predicted(_centre_mains(space))
-    low, high = max(
-        itertools.combinations(range(len(settings)), 2),
-        key=lambda pair: abs(centre[pair[1]] - centre[pair[0]]),
-    )
-    optimum = predicted(at_optimum)
-    change = float(optimum[high] - optimum[low])
-    involved = [j for j, factors in enumerate(terms.factors) if index in factors]
-    # A factor whose every term the auto model dropped has no test: its effect is zero.
-    p_value = results.f_test(np.eye(len(terms.names))[involved]).pvalue if involved else None
-    return FactorEffect(
-        factor=factor.name,
-        effect=float(centre[high] - centre[low]),
-        change_at_optimum=change,
-        share_of_ss=share,
-        p_value=finite_or_none(p_value),
-        direction="increases" if change > 0 else "decreases" if change < 0 else "none",
-        low=settings[low],
-        high=settings[high],
-        profile=_profile(factor, lambda along: predicted(at_optimum, along), goal),
-    )
-
-
-def _profile(
-    factor: Factor, predicted: Callable[[Sequence[Value]], np.ndarray], goal: str
-) -> Profile:
-    """The factor's predicted curve with the others at the optimum (see `Profile`)."""
-    if not factor.is_numeric:
-        settings = list(factor.levels or ())
-    elif factor.kind == "integer" and factor.bounds[1] - factor.bounds[0] <= PROFILE_POINTS - 1:
-        settings = list(range(int(factor.bounds[0]), int(factor.bounds[1]) + 1))
-    else:
-        settings = sorted({value for _, value in factor_levels(factor, PROFILE_POINTS)})
-    values = [float(v) for v in predicted(settings)]
-    pick = int(np.argmax(values) if goal == "maximize" else np.argmin(values))
-    return Profile(settings=settings, predicted=values, best=settings[pick])
-
-
-def _share(table: Sequence[AnovaRow], terms: ModelTerms, index: int) -> float | None:
-    """Percent of the total sum of squares from the terms that contain factor `index`."""
-    containing = {
-        term_label(name) for name, factors in zip(terms.names, terms.factors, strict=True)
-        if index in factors
-    }  # fmt: skip
-    shares = [row.percent for row in table if row.kind == "term" and row.source in containing]
-    if not shares or any(share is None for share in shares):
-        return None
-    return float(sum(shares))  # type: ignore[arg-type]
-
-
-def _optimum(
-    fitted: FittedModel,
-    goal: str,
-    constraints: Sequence[Constraint],
-    limits: Sequence[ResponseLimit],
-    desirability: Sequence[ResponseGoal],
-) -> Optimum:
-    space, terms, results, observed = fitted.space, fitted.terms, fitted.results, fitted.observed
-    region = DataRegion(space, observed)
-    bounds = _bounds(fitted, limits)
-    common: dict[str, Any] = {
-        "bounds": bounds,
-        "constraints": constraints,
-        "starts": _best_observed(observed, results, goal),
-        "region": region.contains,
-    }
-    candidates = candidate_values(space, observed)
-    if desirability:
-        goals = _desirability_goals(fitted, desirability)
-        search = most_desirable(space, candidates, goals, **common)
-    else:
-        search = best_configuration(
-            space, candidates, _predictor(terms, results), goal=goal, **common
-        )
-    config = search.config
-    mains = main_columns(space, [config])
-    frame = results.get_prediction(terms.matrix(mains)).summary_frame(alpha=1.0 - CONFIDENCE)
-    return Optimum(
-        config=config,
-        predicted=float(frame["mean"].iloc[0]),
-        ci_low=finite_or_none(frame["mean_ci_lower"].iloc[0]),
-        ci_high=finite_or_none(frame["mean_ci_upper"].iloc[0]),
-        pi_low=finite_or_none(frame["obs_ci_lower"].iloc[0]),
-        pi_high=finite_or_none(frame["obs_ci_upper"].iloc[0]),
-        on_edge=list(widenable_edges(space, observed, config)),
-        search=search.search,
-        region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
-        neighbours_checked=search.neighbours_checked,
-        limits_met={b.text: search.predictions[b.response] for b in bounds},
-        desirability=({"overall": search.score, **search.desirabilities} if desirability else None),
-    )
-
-
-def _bounds(fitted: FittedModel, limits: Sequence[ResponseLimit]) -> list[ResponseBound]:
-    """Each limit on another response as bounds on its prediction by the same terms."""
-    return [
-        ResponseBound(
-            response=limit.response,
-            predict=_predictor(fitted.terms, fitted.same_terms(limit.values)),
-            operator=operator,
-            limit=value,
-        )
-        for limit in limits
-        for operator, value in (("<=", limit.max), (">=", limit.min))
-        if value is not None
-    ]
-
-
-def _desirability_goals(
-    fitted: FittedModel, desirability: Sequence[ResponseGoal]
-) -> list[DesirabilityGoal]:
-    """Each response goal with its prediction by the same terms."""
-    return [
-        DesirabilityGoal(
-            response=g.response,
-            predict=_predictor(fitted.terms, fitted.same_terms(g.values)),
-            goal=g.goal,
-            low=g.low,
-            high=g.high,
-            target=g.target,
-            weight=g.weight,
-            importance=g.importance,
-        )
-        for g in desirability
-    ]
-
-
 def _natural_terms(
     results: RegressionResults, columns: list[int], names: list[str], space: FactorSpace
 ) -> list[Term]:
@@ -505,20 +308,6 @@ def _replicate_keys(fitted: FittedModel) -> list[Hashable]:
     return list(zip(fitted.blocks, configs, strict=True))
 
 
-def _best_observed(
-    observed: list[Config], results: RegressionResults, goal: str, count: int = 5
-) -> list[Config]:
-    """The runs with the best fitted values: where a coordinate search should start."""
-    fitted = np.asarray(results.fittedvalues, dtype=float)
-    order = np.argsort(-fitted if goal == "maximize" else fitted)
-    return [observed[i] for i in order[:count]]
-
-
-def _predictor(terms: ModelTerms, results: RegressionResults) -> Predictor:
-    params = np.asarray(results.params)
-    return lambda mains: terms.matrix(mains) @ params
-
-
 def model_label(model: str, selection: Selection | None, term_names: Sequence[str]) -> str:
     """The model named by its terms, e.g. "auto (selected from the quadratic model by AICc):
     nodes + threads + nodes:threads"."""
@@ -527,29 +316,3 @@ def model_label(model: str, selection: Selection | None, term_names: Sequence[st
         return f"{model}: {formula}"
     criterion = "AICc" if selection.criterion == "aicc" else f"p < {selection.alpha}"
     return f"{model} (selected from the {selection.start} model by {criterion}): {formula}"
-
-
-def widenable_edges(
-    space: FactorSpace, observed: Sequence[Config], config: Mapping[str, Value]
-) -> dict[str, str]:
-    """The numeric factors `config` sets at an end of their range ("low" or "high") where a
-    follow-up could widen the range: not a factor the runs held at one setting, not a count
-    at 0 or 1 (no fewer nodes than one), not a non-negative quantity at 0, not a share at 1."""
-    edges = {}
-    for factor in space.factors:
-        if not factor.is_numeric or len({c[factor.name] for c in observed}) < 2:
-            continue
-        low, high = factor.bounds
-        value = float(config[factor.name])
-        if value == low and not _at_floor(factor, low):
-            edges[factor.name] = "low"
-        elif value == high and not (factor.kind == "continuous" and low >= 0 and high == 1):
-            edges[factor.name] = "high"
-    return edges
-
-
-def _at_floor(factor: Factor, low: float) -> bool:
-    """Whether nothing lies below `low`: a count at 0 or 1, a non-negative quantity at 0."""
-    if factor.kind == "integer":
-        return low in (0, 1)
-    return low == 0
