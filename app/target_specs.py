@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,19 +37,27 @@ GALERA_RESPONSES: tuple[str, ...] = (
 # interval reports, so the analysis can weigh runs and tell noise from effect.
 MEASURED_RESPONSES: tuple[str, ...] = (
     *GALERA_RESPONSES,
+    "cert_deps_distance",
     "tps_steady",
     "tps_se",
     "latency_p95_steady_ms",
     "latency_p95_se_ms",
 )
+# The sysbench workloads Debian's sysbench 1.0.20 ships that run on the oltp_* schema: every one
+# is prepared the same way, so a schema prepared once serves them all.
 WORKLOADS: tuple[str, ...] = (
     "oltp_read_write",
     "oltp_read_only",
     "oltp_write_only",
     "oltp_update_index",
+    "oltp_point_select",
+    "oltp_update_non_index",
+    "oltp_insert",
+    "oltp_delete",
 )
 CLUSTER_FACTORS: tuple[str, ...] = (
     "nodes",
+    "load_nodes",
     "clients",
     "threads_per_client",
     "runtime_s",
@@ -163,6 +171,43 @@ class TargetSpec:
                     f"factors.{i}.levels",
                     f"workload is categorical with levels among {', '.join(WORKLOADS)}",
                 )
+        if self.runnable and self.kind != "simulated":
+            self.check_load_nodes(space)
+
+    def check_load_nodes(self, space: FactorSpace) -> None:
+        """Raise unless `load_nodes` is a whole number from 1 that cannot exceed `nodes` (the
+        factor's high end, or the target's fixed node count)."""
+        if "load_nodes" not in space.names:
+            return
+        i = space.names.index("load_nodes")
+        load = space["load_nodes"]
+        if load.kind != "integer" or load.bounds[0] < 1:
+            raise DomainError(f"factors.{i}", "load_nodes is an integer factor from 1")
+        if "nodes" in space.names:
+            most = int(space["nodes"].bounds[1])
+        else:
+            defaults = self.settings.get("defaults") or {}
+            listed = self.settings.get("nodes")
+            most = int(defaults.get("nodes", len(listed) if isinstance(listed, list) else 3))
+        if load.bounds[1] > most:
+            raise DomainError(
+                f"factors.{i}.high",
+                f"load_nodes cannot exceed nodes: at most {most} on target '{self.name}'",
+            )
+
+    def check_plan(self, configs: Sequence[Mapping[str, Any]]) -> None:
+        """Raise when a planned run puts load on more nodes than the cluster has."""
+        broken = sum(
+            1
+            for c in configs
+            if "load_nodes" in c and "nodes" in c and c["load_nodes"] > c["nodes"]
+        )
+        if broken:
+            raise DomainError(
+                "constraints",
+                f"{broken} planned run(s) put load_nodes above nodes: add the constraint"
+                " 'load_nodes <= nodes'",
+            )
 
     def check_response(self, response: str, field_name: str) -> None:
         """Raise unless the target reports `response`."""

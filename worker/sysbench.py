@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app.target_specs import WORKLOADS
 from experiments import intervals as intervals_statistics
 from experiments.intervals import (
     PERCENTILE,
@@ -31,13 +32,6 @@ from experiments.intervals import (
     SteadyStateError,
     histogram_percentile,
     merge_histograms,
-)
-
-WORKLOADS: tuple[str, ...] = (
-    "oltp_read_write",
-    "oltp_read_only",
-    "oltp_write_only",
-    "oltp_update_index",
 )
 
 # Errors that abort one transaction, which sysbench then counts as an ignored error and retries,

@@ -85,6 +85,8 @@ async def create(
         owner=new.owner,
     )
     design = await _planned(experiment, space, new, target_notes, max_design_runs)
+    if design is not None:
+        target.check_plan([point.config for point in design.points])
     session.add(experiment)
     await session.flush()
     if design is not None and design.points:

@@ -542,3 +542,36 @@ async def test_a_new_experiment_starts_from_the_compatible_trials_of_an_earlier_
         assert refused.status_code == 422, refused.text
         detail = refused.json()["detail"][0]
         assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+
+
+async def test_load_nodes_may_not_exceed_the_cluster_size(api):
+    base = {
+        "name": "load on k of n",
+        "target": "lab",
+        "design": {"kind": "full_factorial", "levels": 2},
+        "objective": {"response": "tps"},
+    }
+    nodes = {"name": "nodes", "kind": "integer", "low": 1, "high": 3}
+    too_many = [nodes, {"name": "load_nodes", "kind": "integer", "low": 1, "high": 4}]
+    refused = await api.post("/experiments", json=base | {"factors": too_many})
+    assert refused.status_code == 422, refused.text
+    detail = refused.json()["detail"][0]
+    assert detail["loc"] == ["body", "factors", 1, "high"]
+    assert detail["msg"] == "load_nodes cannot exceed nodes: at most 3 on target 'lab'"
+
+    overlapping = [nodes, {"name": "load_nodes", "kind": "integer", "low": 1, "high": 3}]
+    refused = await api.post("/experiments", json=base | {"factors": overlapping})
+    assert refused.status_code == 422
+    detail = refused.json()["detail"][0]
+    assert detail["loc"] == ["body", "constraints"]
+    assert "add the constraint 'load_nodes <= nodes'" in detail["msg"]
+
+    constrained = base | {"factors": overlapping, "constraints": ["load_nodes <= nodes"]}
+    created = await create(api, constrained)
+    assert all(t["config"]["load_nodes"] <= t["config"]["nodes"] for t in created["trials"])
+
+    alone = [{"name": "load_nodes", "kind": "integer", "low": 1, "high": 4}]
+    refused = await api.post("/experiments", json=base | {"factors": alone})
+    assert refused.json()["detail"][0]["msg"] == (
+        "load_nodes cannot exceed nodes: at most 3 on target 'lab'"
+    )

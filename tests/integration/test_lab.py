@@ -27,6 +27,8 @@ from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
 from worker import galera_sql, lab_layout, lab_supervisor, sysbench
 from worker.lab import print_status
+from worker.targets.base import InfeasibleError
+from worker.targets.external import ExternalTarget
 
 pytestmark = pytest.mark.integration
 
@@ -306,3 +308,61 @@ def test_lab_status_is_a_table_of_the_nodes(
         assert str(node["pid"]) in row and str(node["client_port"]) in row
         assert "Synced" in row
     assert out.rstrip().endswith(f"{state['size']} node(s), healthy")
+
+
+@pytest.fixture(scope="module")
+def external_target(cluster: lab_supervisor.LabCluster) -> Iterator[ExternalTarget]:
+    """The two lab nodes declared as an external cluster, run in this process."""
+    os.environ[PASSWORD_ENV] = cluster.credentials.password
+    target = ExternalTarget(
+        "external-direct",
+        {
+            "nodes": [{"host": n.host, "port": n.port} for n in cluster.nodes()],
+            "user": cluster.credentials.user,
+            "password_env": PASSWORD_ENV,
+            **TRIAL_SETTINGS,
+        },
+    )
+    yield target
+    target.close()
+    del os.environ[PASSWORD_ENV]
+
+
+@pytest.mark.parametrize(
+    "workload", ["oltp_point_select", "oltp_update_non_index", "oltp_insert", "oltp_delete"]
+)
+def test_every_sysbench_workload_prepares_and_runs(
+    external_target: ExternalTarget, workload: str
+) -> None:
+    result = external_target.run(
+        {"workload": workload, "clients": 1, "threads_per_client": 2, "runtime_s": 10},
+        run_key=1,
+    )
+    assert result.responses["tps"] > 0 and result.responses["latency_p95_ms"] > 0
+    assert result.responses["cert_deps_distance"] >= 0
+
+
+def test_load_on_one_node_leaves_the_other_to_replicate(
+    external_target: ExternalTarget, cluster: lab_supervisor.LabCluster
+) -> None:
+    nodes = cluster.nodes()
+
+    def questions() -> list[int]:
+        return [
+            int(galera_sql.global_status(n, cluster.credentials, ["questions"])["questions"])
+            for n in nodes
+        ]
+
+    before = questions()
+    result = external_target.run(
+        {"workload": "oltp_read_write", "clients": 2, "threads_per_client": 2, "runtime_s": 10,
+         "load_nodes": 1},
+        run_key=2,
+    )  # fmt: skip
+    after = questions()
+    loaded, replica = (a - b for a, b in zip(after, before, strict=True))
+    # Both clients on node 1: the other node answers only the target's status queries.
+    assert result.responses["tps"] > 0
+    assert loaded > 10_000 and replica < 200, (loaded, replica)
+    with pytest.raises(InfeasibleError, match=r"load_nodes \(3\) cannot exceed nodes \(2\)"):
+        external_target.run({"load_nodes": 3, "runtime_s": 10}, run_key=3)

