@@ -73,7 +73,35 @@ def print_trial(console: Console, trial: Mapping[str, Any]) -> None:
             shown = measured(value) if title == "responses" else format_value(value)
             table.add_row(escape(name), escape(shown))
         console.print(table)
+    kept = trial.get("record")
+    if kept:
+        print_record(console, kept)
     raw = trial.get("raw_output")
     console.print("raw output:" if raw else "raw output: none stored")
     if raw:
         console.print(raw, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_record(console: Console, kept: Mapping[str, Any]) -> None:
+    """What the trial ran on: versions, the plan and the variables it set, the commands, and
+    per node how many variables were configured and its wsrep counters that moved."""
+    table = Table(title="reproducibility record", show_header=False)
+    table.add_column("field")
+    table.add_column("value", overflow="fold")
+    for name, value in (kept.get("versions") or {}).items():
+        table.add_row(f"{name} version", escape(str(value)))
+    plan = dict(kept.get("plan") or {})
+    variables = plan.pop("variables", {}) or {}
+    table.add_row("plan", escape(", ".join(f"{k}={v}" for k, v in plan.items())))
+    table.add_row("variables set", escape(", ".join(f"{k}={v}" for k, v in variables.items())))
+    for command in kept.get("commands") or []:
+        table.add_row("command", escape(command))
+    for node in kept.get("nodes") or []:
+        before, after = node.get("wsrep_status_before", {}), node.get("wsrep_status_after", {})
+        moved = sum(1 for name, value in after.items() if before.get(name) != value)
+        table.add_row(
+            f"{node['node']} ({node['address']})",
+            f"{len(node.get('variables') or {})} configured variables, {moved} wsrep counters"
+            " moved (GET /trials/ID has them all)",
+        )
+    console.print(table)

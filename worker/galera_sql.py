@@ -195,6 +195,38 @@ def dynamic_variables(node: Node, credentials: Credentials) -> frozenset[str]:
         return frozenset(str(name) for (name,) in cursor.fetchall())
 
 
+def configured_variables(node: Node, credentials: Credentials) -> dict[str, str]:
+    """The global variables of `node` that are not at their compiled-in default (set by the
+    configuration, the command line, SET GLOBAL or sized automatically), by lower-case name;
+    every global variable where the server cannot tell (no information_schema.SYSTEM_VARIABLES:
+    MySQL, Percona)."""
+    with _cursor(node, credentials) as cursor:
+        try:
+            cursor.execute(
+                "SELECT LOWER(VARIABLE_NAME), GLOBAL_VALUE FROM information_schema.SYSTEM_VARIABLES"
+                " WHERE GLOBAL_VALUE_ORIGIN <> 'COMPILE-TIME' AND VARIABLE_SCOPE <> 'SESSION ONLY'"
+            )
+        except pymysql.MySQLError:
+            cursor.execute("SHOW GLOBAL VARIABLES")
+        return {str(name).lower(): "" if value is None else str(value) for name, value in cursor}
+
+
+def global_variables(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, str]:
+    """Global variables by lower-case name; names the server does not know are left out."""
+    wanted = sorted({name.lower() for name in names})
+    placeholders = ", ".join(["%s"] * len(wanted))
+    with _cursor(node, credentials) as cursor:
+        cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", wanted)
+        return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+
+
+def wsrep_status(node: Node, credentials: Credentials) -> dict[str, str]:
+    """Every wsrep_* status counter of `node`, by lower-case name."""
+    with _cursor(node, credentials) as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'wsrep%'")
+        return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+
+
 def _checked(name: object, value: object) -> Value:
     """The value to send for `name`, or VariableError when the pair can never be set."""
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):

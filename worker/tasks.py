@@ -90,7 +90,7 @@ def _run_on_target(claimed: ClaimedTrial, cancel: threading.Event) -> Outcome:
         return Outcome(failure=Failure.INFEASIBLE, error=str(error))
     except TargetError as error:
         return Outcome(failure=Failure.ERROR, error=str(error))
-    return Outcome(responses=result.responses, raw_output=result.raw_output)
+    return Outcome(responses=result.responses, raw_output=result.raw_output, record=result.record)
 
 
 def _recover(name: str) -> None:

@@ -231,6 +231,8 @@ GLOSSARY: dict[str, str] = {
     "randomize": "whether the run order is randomized",
     "ranked_factors": "every factor, most important first",
     "raw_output": "the raw output of the tools that measured it (sysbench, Galera status)",
+    "record": "what it ran on, to re-run and audit it: versions, the plan, each node's"
+    " configured variables and wsrep status before and after, the sysbench commands",
     "reason": "why this configuration, in a sentence",
     "reasons": "why the run stands out",
     "reference": "the level each categorical factor is held at",

@@ -291,6 +291,7 @@ class TrialDetailOut(TrialOut):
     """A trial with the raw output of the tools that measured it."""
 
     raw_output: str | None
+    record: dict[str, Any] | None
 
 
 class BestOut(BaseModel):

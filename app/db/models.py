@@ -133,6 +133,8 @@ class Trial(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     responses: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
     raw_output: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    # What the trial ran on (versions, variables, status counters, commands): worker/targets/record.
+    record: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     error: Mapped[str | None] = mapped_column(LongText, nullable=True)
     failure: Mapped[str | None] = mapped_column(String(20), nullable=True)
     optimization_id: Mapped[int | None] = mapped_column(

@@ -27,3 +27,46 @@ def test_the_bar_counts_the_loop_against_its_budget_when_following_it():
     assert _bar(EXPERIMENT, loop_id=4) == (10, 3)
     assert _bar(EXPERIMENT, loop_id=None) == (12, 6)
     assert _bar(EXPERIMENT, loop_id=5) == (12, 6)
+
+
+def test_show_trial_summarizes_the_reproducibility_record():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from client.listings import print_record
+
+    kept = {
+        "versions": {
+            "server": "10.11.19-MariaDB",
+            "galera": "26.4.20(r7d1ac8b)",
+            "sysbench": "sysbench 1.0.20",
+        },
+        "plan": {
+            "nodes": 2,
+            "load_nodes": 1,
+            "workload": "oltp_read_write",
+            "variables": {"wsrep_slave_threads": 4},
+        },
+        "commands": ["sysbench oltp_read_write --mysql-password=*** run"],
+        "nodes": [
+            {
+                "node": "node1",
+                "address": "127.0.0.1:3311",
+                "variables": {"wsrep_slave_threads": "4", "port": "3311"},
+                "wsrep_status_before": {"wsrep_last_committed": "10", "wsrep_cluster_size": "2"},
+                "wsrep_status_after": {"wsrep_last_committed": "99", "wsrep_cluster_size": "2"},
+            }
+        ],
+    }
+    out = StringIO()
+    print_record(Console(file=out, width=200), kept)
+    text = out.getvalue()
+    assert "galera version" in text and "26.4.20(r7d1ac8b)" in text
+    assert "nodes=2, load_nodes=1, workload=oltp_read_write" in text
+    assert "wsrep_slave_threads=4" in text
+    assert "--mysql-password=*** run" in text
+    assert (
+        "node1 (127.0.0.1:3311)" in text
+        and "2 configured variables, 1 wsrep counters moved" in text
+    )

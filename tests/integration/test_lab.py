@@ -144,7 +144,23 @@ def test_real_trials_resize_the_cluster_and_set_variables(
         assert 0 < responses["latency_avg_ms"] <= responses["latency_p95_ms"]
         assert responses["tps_se"] >= 0 and responses["tps_steady"] > 0
         assert 0 <= responses["abort_rate"] < 0.5
-        assert "SQL statistics" in service.trial(trial["id"])["raw_output"]
+        detail = service.trial(trial["id"])
+        assert "SQL statistics" in detail["raw_output"]
+        kept = detail["record"]
+        assert kept["plan"]["variables"] == {
+            "wsrep_slave_threads": trial["config"]["wsrep_slave_threads"]
+        }
+        assert len(kept["nodes"]) == trial["config"]["nodes"]
+        for node in kept["nodes"]:
+            assert node["variables"]["wsrep_slave_threads"] == str(
+                trial["config"]["wsrep_slave_threads"]
+            )
+            assert "gcache.size" in node["variables"]["wsrep_provider_options"]
+            before = int(node["wsrep_status_before"]["wsrep_last_committed"])
+            assert int(node["wsrep_status_after"]["wsrep_last_committed"]) > before
+        assert kept["versions"]["server"].startswith("1") and kept["versions"]["galera"]
+        assert kept["versions"]["sysbench"].startswith("sysbench 1.0")
+        assert all("--mysql-password=***" in command for command in kept["commands"])
     # Whole plots: the node count changed once, so the cluster was resized once more.
     nodes = [t["config"]["nodes"] for t in trials]
     assert sum(a != b for a, b in itertools.pairwise(nodes)) == 1

@@ -25,10 +25,12 @@ Value = float | int | str
 
 @dataclass(frozen=True)
 class TrialResult:
-    """What one trial measured: response name -> value, and the raw tool output kept with it."""
+    """What one trial measured: response name -> value, the raw tool output kept with it, and
+    the record of what it ran on (versions, variables, status counters, commands)."""
 
     responses: dict[str, float]
     raw_output: str
+    record: dict[str, Any] | None = None
 
 
 class TargetError(RuntimeError):

@@ -11,7 +11,9 @@ configuration the server refuses is infeasible (never retried).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import shlex
 import subprocess
 import tempfile
 import threading
@@ -23,6 +25,7 @@ from typing import Any
 
 from app.target_specs import CLUSTER_FACTORS, WORKLOADS
 from worker import galera_sql, sysbench
+from worker.targets import record
 from worker.targets.base import (
     InfeasibleError,
     InfrastructureError,
@@ -94,6 +97,7 @@ class ClusterTarget(Target):
         # What each server variable a trial changed was before the first change: a later trial
         # that does not set it gets it back, so no setting leaks into the next experiment.
         self._server_values: dict[str, Value] = {}
+        self._sysbench_version: str | None = None
 
     @abstractmethod
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
@@ -156,15 +160,24 @@ class ClusterTarget(Target):
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             self._set_variables(nodes, plan.variables)
             self._prepare(nodes[0], plan, cancel)
+            states_before = record.node_states(nodes, self.credentials)
+            argvs = self._run_commands(nodes, plan)
             before = [galera_sql.global_status(n, self.credentials, COUNTERS) for n in nodes]
             started = time.monotonic()
-            outputs = self._benchmark(nodes, plan, cancel)
+            outputs = self._benchmark(argvs, plan, cancel)
             elapsed = time.monotonic() - started
             if plan.workload in RESIZING_WORKLOADS:
                 self._prepared.clear()
             after = [galera_sql.global_status(n, self.credentials, COUNTERS) for n in nodes]
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             _check_membership_unchanged(before, after)
+            kept = record.trial_record(
+                versions=self._versions(nodes[0]),
+                plan=dataclasses.asdict(plan),
+                commands=[self._redact(shlex.join(argv)) for argv in argvs],
+                before=states_before,
+                after=record.node_states(nodes, self.credentials),
+            )
         except galera_sql.VariableError as error:
             raise InfeasibleError(str(error)) from error
         except galera_sql.GaleraError as error:
@@ -175,7 +188,9 @@ class ClusterTarget(Target):
         except sysbench.SysbenchOutputError as error:
             raise TargetError(f"{error}: {raw_output[-2000:]}") from error
         return TrialResult(
-            responses=_responses(combined, before, after, elapsed), raw_output=raw_output
+            responses=_responses(combined, before, after, elapsed),
+            raw_output=raw_output,
+            record=kept,
         )
 
     def _set_variables(self, nodes: list[galera_sql.Node], variables: Mapping[str, Value]) -> None:
@@ -227,16 +242,13 @@ class ClusterTarget(Target):
         cursor.execute(f"SELECT COUNT(*) FROM {database}.sbtest{self.tables}")
         return bool(cursor.fetchone()[0] == self.table_size)
 
-    def _benchmark(
-        self, nodes: list[galera_sql.Node], plan: TrialPlan, cancel: threading.Event | None
-    ) -> list[str]:
-        argvs = []
-        # Clients go round the nodes that take load; the others only replicate.
+    def _run_commands(self, nodes: list[galera_sql.Node], plan: TrialPlan) -> list[list[str]]:
+        """One sysbench run per client machine; clients go round the nodes that take load,
+        the others only replicate."""
         loaded = nodes[: plan.load_nodes]
-        for client in range(1, plan.clients + 1):
-            node = loaded[(client - 1) % len(loaded)]
-            argv = sysbench.run_command(
-                self._connection(node, f"sbtest{client}"),
+        return [
+            sysbench.run_command(
+                self._connection(loaded[(client - 1) % len(loaded)], f"sbtest{client}"),
                 workload=plan.workload,
                 threads=plan.threads_per_client,
                 time_s=plan.runtime_s,
@@ -244,7 +256,12 @@ class ClusterTarget(Target):
                 tables=self.tables,
                 table_size=self.table_size,
             )
-            argvs.append(argv)
+            for client in range(1, plan.clients + 1)
+        ]
+
+    def _benchmark(
+        self, argvs: list[list[str]], plan: TrialPlan, cancel: threading.Event | None
+    ) -> list[str]:
         deadline = plan.runtime_s + self.warmup_s + 120
         outputs = []
         for code, output in run_processes(argvs, timeout=deadline, cancel=cancel):
@@ -255,6 +272,12 @@ class ClusterTarget(Target):
                 raise TargetError(f"sysbench exited {code}: {tail}")
             outputs.append(output)
         return outputs
+
+    def _versions(self, node: galera_sql.Node) -> dict[str, str]:
+        if self._sysbench_version is None:
+            done = subprocess.run(["sysbench", "--version"], capture_output=True, text=True)
+            self._sysbench_version = done.stdout.strip() or done.stderr.strip()
+        return record.versions(node, self.credentials, self._sysbench_version)
 
     def _connection(self, node: galera_sql.Node, database: str) -> sysbench.Connection:
         return sysbench.Connection(

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from app.db.session import AsyncSession, describe, unreachable
 from app.queue import TaskQueue
@@ -62,6 +62,7 @@ class Outcome:
 
     responses: Mapping[str, float] = field(default_factory=dict)
     raw_output: str = ""
+    record: Mapping[str, Any] | None = None
     failure: Failure | None = None
     error: str = ""
     cancelled: bool = False
@@ -220,6 +221,7 @@ async def _succeeded(claimed: ClaimedTrial, worker: Worker, outcome: Outcome) ->
                 claimed=claimed,
                 responses=dict(outcome.responses),
                 raw_output=outcome.raw_output,
+                record=dict(outcome.record) if outcome.record is not None else None,
             ),
         )
     except Exception:

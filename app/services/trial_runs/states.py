@@ -65,12 +65,12 @@ async def record_success(
     claimed: ClaimedTrial,
     responses: dict[str, float],
     raw_output: str,
+    record: dict[str, Any] | None = None,
 ) -> bool:
-    """running -> succeeded with the responses, keeping the errors of earlier attempts; False
-    if the trial was taken from this worker."""
-    return await _finish(
-        session, claimed, TrialStatus.SUCCEEDED, {"responses": responses, "raw_output": raw_output}
-    )
+    """running -> succeeded with the responses and the record of what it ran on, keeping the
+    errors of earlier attempts; False if the trial was taken from this worker."""
+    values = {"responses": responses, "raw_output": raw_output, "record": record}
+    return await _finish(session, claimed, TrialStatus.SUCCEEDED, values)
 
 
 async def record_failure(
