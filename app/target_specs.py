@@ -54,7 +54,15 @@ WORKLOADS: tuple[str, ...] = (
     "oltp_update_non_index",
     "oltp_insert",
     "oltp_delete",
+    "rw_mix",
 )
+# The options of the project's own rw_mix workload (worker/workloads/rw_mix.lua), factors of a
+# real cluster that apply to that workload only, with the range each may take.
+RW_MIX_OPTIONS: dict[str, tuple[float, float]] = {
+    "statements_per_trx": (1, 100),
+    "write_share": (0, 1),
+    "hot_rows": (1, 10**9),
+}
 CLUSTER_FACTORS: tuple[str, ...] = (
     "nodes",
     "load_nodes",
@@ -63,6 +71,7 @@ CLUSTER_FACTORS: tuple[str, ...] = (
     "runtime_s",
     "workload",
     "wsrep_slave_threads",
+    *RW_MIX_OPTIONS,
 )
 # Any other factor of a real cluster is a dynamic server variable, set with SET GLOBAL on every
 # node; the worker checks the name against the server's own list before a trial.
@@ -173,6 +182,7 @@ class TargetSpec:
                 )
         if self.runnable and self.kind != "simulated":
             self.check_load_nodes(space)
+            self.check_workload_options(space)
 
     def check_load_nodes(self, space: FactorSpace) -> None:
         """Raise unless `load_nodes` is a whole number from 1 that cannot exceed `nodes` (the
@@ -194,6 +204,24 @@ class TargetSpec:
                 f"factors.{i}.high",
                 f"load_nodes cannot exceed nodes: at most {most} on target '{self.name}'",
             )
+
+    def check_workload_options(self, space: FactorSpace) -> None:
+        """Raise unless the rw_mix options are numeric, inside their ranges, and asked of an
+        experiment whose only workload is rw_mix."""
+        for name, (low, high) in RW_MIX_OPTIONS.items():
+            if name not in space.names:
+                continue
+            i = space.names.index(name)
+            factor = space[name]
+            if not factor.is_numeric or factor.bounds[0] < low or factor.bounds[1] > high:
+                raise DomainError(f"factors.{i}", f"{name} is a number from {low:g} to {high:g}")
+            workloads = space["workload"].levels if "workload" in space.names else None
+            if workloads is None or list(workloads) != ["rw_mix"]:
+                raise DomainError(
+                    f"factors.{i}.name",
+                    f"{name} is an option of the rw_mix workload: add the factor workload with"
+                    " the single level rw_mix",
+                )
 
     def check_plan(self, configs: Sequence[Mapping[str, Any]]) -> None:
         """Raise when a planned run puts load on more nodes than the cluster has."""

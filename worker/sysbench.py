@@ -21,11 +21,13 @@ and `parse` keeps it. With sysbench >= 1.1 pass `native_warmup=True` to use `--w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from app.target_specs import WORKLOADS
 from experiments import intervals as intervals_statistics
+from experiments.factors import Value
 from experiments.intervals import (
     PERCENTILE,
     SteadyState,
@@ -47,6 +49,9 @@ _HOST = re.compile(r"^[A-Za-z0-9._:-]{1,255}$")
 _DATABASE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _IGNORE = re.compile(r"^(all|none|\d{1,5}(,\d{1,5})*)$")
 _VERSION = re.compile(r"sysbench (\d+)\.(\d+)\.(\d+)")
+_OPTION = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# The project's own workload scripts, beside sysbench's.
+SCRIPTS = Path(__file__).parent / "workloads"
 _PASSWORD_ARG = re.compile(r"(--mysql-password=)[^\s'\"]*")
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|inf|nan)"
@@ -123,6 +128,24 @@ def _check_workload(workload: str) -> None:
         raise ValueError(f"workload: {workload!r} is not one of {', '.join(WORKLOADS)}")
 
 
+def script(workload: str) -> str:
+    """What sysbench is told to run: the name of a script it ships, or the path of ours."""
+    ours = SCRIPTS / f"{workload}.lua"
+    return str(ours) if ours.exists() else workload
+
+
+def _options(options: Mapping[str, Value]) -> list[str]:
+    """A script's own options as arguments; names and values are checked, not quoted."""
+    arguments = []
+    for name, value in options.items():
+        if not _OPTION.fullmatch(name) or isinstance(value, bool):
+            raise ValueError(f"{name}: a script option is a name and a number")
+        if not isinstance(value, int | float):
+            raise ValueError(f"{name}: a script option is a name and a number")
+        arguments.append(f"--{name}={value:g}" if isinstance(value, float) else f"--{name}={value}")
+    return arguments
+
+
 def prepare_command(
     connection: Connection,
     *,
@@ -136,7 +159,7 @@ def prepare_command(
     _check_positive(tables=tables, table_size=table_size)
     return [
         binary,
-        workload,
+        script(workload),
         *_connection_args(connection),
         f"--tables={tables}",
         f"--table_size={table_size}",
@@ -157,13 +180,15 @@ def run_command(
     ignore_errors: str = DEFAULT_IGNORE_ERRORS,
     native_warmup: bool = False,
     binary: str = "sysbench",
+    options: Mapping[str, Value] | None = None,
 ) -> list[str]:
     """The argument list of one measured run: `time_s` of measurement after `warmup_s` of warm-up.
 
     Latency histogram on, 95th percentile, prepared statements off (a BF-aborted statement then
     comes back as 1213 like any conflict). Without `native_warmup` (sysbench 1.0.x) the warm-up
     is a report checkpoint, so `warmup_s` must be a multiple of `report_interval` for no interval
-    report to straddle the end of the warm-up.
+    report to straddle the end of the warm-up. `options` are the script's own (rw_mix's
+    statements_per_trx, write_share, hot_rows).
     """
     _check_workload(workload)
     _check_positive(
@@ -189,10 +214,11 @@ def run_command(
         timing = [f"--time={time_s + warmup_s}", f"--report-checkpoints={warmup_s}"]
     return [
         binary,
-        workload,
+        script(workload),
         *_connection_args(connection),
         f"--tables={tables}",
         f"--table_size={table_size}",
+        *_options(options or {}),
         f"--threads={threads}",
         *timing,
         f"--report-interval={report_interval}",

@@ -575,3 +575,23 @@ async def test_load_nodes_may_not_exceed_the_cluster_size(api):
     assert refused.json()["detail"][0]["msg"] == (
         "load_nodes cannot exceed nodes: at most 3 on target 'lab'"
     )
+
+
+async def test_rw_mix_options_need_the_rw_mix_workload_and_their_ranges(api):
+    base = {"name": "rw mix", "target": "lab", "design": {"kind": "full_factorial", "levels": 2},
+            "objective": {"response": "abort_rate", "goal": "minimize"}}  # fmt: skip
+    share = {"name": "write_share", "kind": "continuous", "low": 0, "high": 1}
+    only_rw_mix = {"name": "workload", "kind": "categorical", "levels": ["rw_mix"]}
+    created = await create(api, base | {"factors": [only_rw_mix, share]})
+    assert {t["config"]["workload"] for t in created["trials"]} == {"rw_mix"}
+    cases = [
+        ([share], "factors.0.name", "write_share is an option of the rw_mix workload"),
+        ([only_rw_mix, {**share, "high": 2}], "factors.1", "write_share is a number from 0 to 1"),
+        ([{"name": "workload", "kind": "categorical", "levels": ["tpcc_like"]}],
+         "factors.0.levels", "workload is categorical with levels among"),
+    ]  # fmt: skip
+    for factors, field, words in cases:
+        refused = await api.post("/experiments", json=base | {"factors": factors})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"][0]
+        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail

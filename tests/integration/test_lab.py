@@ -382,3 +382,16 @@ def test_load_on_one_node_leaves_the_other_to_replicate(
     assert loaded > 10_000 and replica < 200, (loaded, replica)
     with pytest.raises(InfeasibleError, match=r"load_nodes \(3\) cannot exceed nodes \(2\)"):
         external_target.run({"load_nodes": 3, "runtime_s": 10}, run_key=3)
+
+
+def test_rw_mix_writers_on_two_nodes_abort_more_than_on_one(
+    external_target: ExternalTarget,
+) -> None:
+    # The read/write ratio study's fact: certification conflicts come with several masters.
+    config = {"workload": "rw_mix", "clients": 2, "threads_per_client": 4, "runtime_s": 10,
+              "write_share": 1.0, "statements_per_trx": 4, "hot_rows": 20}  # fmt: skip
+    one = external_target.run({**config, "load_nodes": 1}, run_key=4).responses
+    two = external_target.run({**config, "load_nodes": 2}, run_key=5).responses
+    assert two["abort_rate"] > one["abort_rate"], (one["abort_rate"], two["abort_rate"])
+    assert two["cert_failures"] > one["cert_failures"]
+    assert one["tps"] > 0 and two["tps"] > 0

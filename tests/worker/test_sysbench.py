@@ -36,7 +36,6 @@ from worker.sysbench import (
 )
 
 OUTPUTS = Path(__file__).parent / "sysbench_outputs"
-FAST_EVENTS_PER_S = 50_000
 
 # name -> what the final report printed: transactions (per sec), queries (per sec), ignored
 # errors (per sec), reconnects (per sec), total time, events, latency min/avg/max/p95, and the
@@ -74,6 +73,10 @@ PRINTED = {
     "oltp_delete_t4": (
         (452254, 75348.65), (452254, 75348.65), (0, 0.0), (0, 0.0), 8.0032, 452254,
         (0.02, 0.05, 15.10, 0.10), (6, 2),
+    ),
+    "rw_mix_conflicts_t4": (
+        (21143, 3522.12), (130229, 21694.28), (1178, 196.24), (0, 0.0), 8.0031, 21143,
+        (0.24, 1.13, 7.77, 2.22), (5, 2),
     ),
     "oltp_read_write_t1_no_warmup": (
         (2403, 400.30), (48060, 8006.10), (0, 0.0), (0, 0.0), 6.0026, 2403,
@@ -144,14 +147,13 @@ def test_every_fixture_is_covered_and_headed_by_a_password_free_command():
     assert names == set(PRINTED) | set(FAILED)
     for name in names:
         first = output(name).splitlines()[0]
-        assert first.startswith("# sysbench oltp_")
+        assert first.startswith("# sysbench ")
         assert "--mysql-password=*** " in first
-        workload = shlex.split(first[2:])[1]
-        assert workload in WORKLOADS
+        assert Path(shlex.split(first[2:])[1]).stem in WORKLOADS
 
 
 def test_the_fixtures_cover_every_workload():
-    workloads = {shlex.split(output(name).splitlines()[0][2:])[1] for name in PRINTED}
+    workloads = {Path(shlex.split(output(name).splitlines()[0][2:])[1]).stem for name in PRINTED}
     assert workloads == set(WORKLOADS)
 
 
@@ -176,11 +178,11 @@ def test_parse_returns_what_sysbench_printed(name: str):
 @pytest.mark.parametrize("name", sorted(PRINTED))
 def test_the_histogram_is_the_measurement_window_and_gives_sysbench_p95(name: str):
     parsed = result(name)
-    # The checkpoint reset the histogram: it counts exactly the final report's events, but for
-    # a few that sysbench 1.0.20 loses at 50 000+ events/s (measured: 7 to 46 of 500 000 over
-    # six point-select and delete runs here; the counter and the histogram are updated apart).
+    # The checkpoint reset the histogram: it counts the final report's events, but for a few
+    # that sysbench 1.0.20 loses (the counter and the histogram are updated apart; measured
+    # here: 7 to 46 of 500 000 in point-select and delete runs, 1 of 21 143 in rw_mix).
     lost = parsed.events - sum(count for _, count in parsed.histogram)
-    assert lost == 0 if parsed.tps < FAST_EVENTS_PER_S else 0 <= lost <= parsed.events * 1e-4
+    assert 0 <= lost <= parsed.events * 1e-4
     values = [value for value, _ in parsed.histogram]
     assert values == sorted(values)
     # Buckets are 1.8 % apart, a latency goes to the nearest one; min and max print 2 decimals.
@@ -523,3 +525,25 @@ def test_a_constant_series_is_all_steady_with_no_error(value: float, count: int)
     assert state.intervals_used == count
     assert state.tps_mean == value and state.tps_se == 0.0
     assert state.p95_mean == value and state.p95_se == 0.0
+
+
+def test_the_projects_own_workload_runs_its_script_with_its_options():
+    argv = run_command(
+        CONNECTION,
+        workload="rw_mix",
+        threads=2,
+        time_s=10,
+        warmup_s=0,
+        tables=2,
+        table_size=100,
+        options={"statements_per_trx": 4, "write_share": 0.25, "hot_rows": 10},
+    )
+    assert Path(argv[1]).is_file() and argv[1].endswith("worker/workloads/rw_mix.lua")
+    assert [a for a in argv if a.startswith(("--statements", "--write", "--hot"))] == [
+        "--statements_per_trx=4",
+        "--write_share=0.25",
+        "--hot_rows=10",
+    ]
+    with pytest.raises(ValueError, match="script option"):
+        run_command(CONNECTION, workload="rw_mix", threads=1, time_s=10, warmup_s=0, tables=1,
+                    table_size=10, options={"x; rm": 1})  # fmt: skip

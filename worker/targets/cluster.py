@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.target_specs import CLUSTER_FACTORS, WORKLOADS
+from app.target_specs import CLUSTER_FACTORS, RW_MIX_OPTIONS, WORKLOADS
 from worker import galera_sql, sysbench
 from worker.targets import record
 from worker.targets.base import (
@@ -71,6 +71,7 @@ class TrialPlan:
     workload: str
     variables: dict[str, Value]
     load_nodes: int
+    options: dict[str, Value]
 
 
 class ClusterTarget(Target):
@@ -139,7 +140,10 @@ class ClusterTarget(Target):
         variables = {k: v for k, v in config.items() if k not in CLUSTER_FACTORS}
         if "wsrep_slave_threads" in config:
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
-        return TrialPlan(workload=workload, variables=variables, **numbers)
+        options = {k: merged[k] for k in RW_MIX_OPTIONS if k in merged}
+        if options and workload != "rw_mix":
+            raise InfeasibleError(f"{', '.join(options)} apply to the rw_mix workload only")
+        return TrialPlan(workload=workload, variables=variables, options=options, **numbers)
 
     def run(
         self,
@@ -204,9 +208,8 @@ class ClusterTarget(Target):
     def _prepare(
         self, node: galera_sql.Node, plan: TrialPlan, cancel: threading.Event | None
     ) -> None:
-        for client in range(1, plan.clients + 1):
+        for database in sorted({_database(plan, c) for c in range(1, plan.clients + 1)}):
             check_cancelled(cancel)
-            database = f"sbtest{client}"
             if database in self._prepared and not self.reprepare:
                 continue
             with galera_sql.connect(node, self.credentials) as connection:
@@ -248,13 +251,14 @@ class ClusterTarget(Target):
         loaded = nodes[: plan.load_nodes]
         return [
             sysbench.run_command(
-                self._connection(loaded[(client - 1) % len(loaded)], f"sbtest{client}"),
+                self._connection(loaded[(client - 1) % len(loaded)], _database(plan, client)),
                 workload=plan.workload,
                 threads=plan.threads_per_client,
                 time_s=plan.runtime_s,
                 warmup_s=self.warmup_s,
                 tables=self.tables,
                 table_size=self.table_size,
+                options=plan.options,
             )
             for client in range(1, plan.clients + 1)
         ]
@@ -358,6 +362,12 @@ def _check_membership_unchanged(before: list[dict[str, str]], after: list[dict[s
     changed the cluster's configuration id, and the run did not measure one cluster."""
     if [b["wsrep_cluster_conf_id"] for b in before] != [a["wsrep_cluster_conf_id"] for a in after]:
         raise galera_sql.GaleraError("the cluster's membership changed during the trial")
+
+
+def _database(plan: TrialPlan, client: int) -> str:
+    """The schema a client machine works in: its own (as the published study ran), except
+    under rw_mix, whose question is how writers on different nodes collide on one hot set."""
+    return "sbtest1" if plan.workload == "rw_mix" else f"sbtest{client}"
 
 
 def _responses(
