@@ -50,6 +50,8 @@ def test_the_catalogue_holds_the_documented_experiments():
         "screening.yaml",
         "slave_threads.yaml",
         "read_write_mix.yaml",
+        "rw_ratio_masters.yaml",
+        "single_vs_multi_primary.yaml",
     } <= names
 
 
