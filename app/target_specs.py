@@ -55,14 +55,18 @@ WORKLOADS: tuple[str, ...] = (
     "oltp_insert",
     "oltp_delete",
     "rw_mix",
+    "tpcc",
 )
-# The options of the project's own rw_mix workload (worker/workloads/rw_mix.lua), factors of a
-# real cluster that apply to that workload only, with the range each may take.
-RW_MIX_OPTIONS: dict[str, tuple[float, float]] = {
-    "statements_per_trx": (1, 100),
-    "write_share": (0, 1),
-    "hot_rows": (1, 10**9),
+# The options of the project's own workloads (worker/workloads/*.lua), factors of a real
+# cluster that apply to that workload only, with the range each may take.
+WORKLOAD_OPTIONS: dict[str, dict[str, tuple[float, float]]] = {
+    "rw_mix": {"statements_per_trx": (1, 100), "write_share": (0, 1), "hot_rows": (1, 10**9)},
+    "tpcc": {"warehouses": (1, 1000)},
 }
+# What the TPC-C-like workload reports besides the other responses: new-order transactions
+# per minute (NOTPM, DBT2's name; tpmc is the same count under TPC-C's name), the share of
+# new orders rolled back by the specification's unused item, and new-order p95 latency.
+TPCC_RESPONSES: tuple[str, ...] = ("notpm", "tpmc", "rollback_rate", "new_order_latency_p95_ms")
 CLUSTER_FACTORS: tuple[str, ...] = (
     "nodes",
     "load_nodes",
@@ -71,7 +75,7 @@ CLUSTER_FACTORS: tuple[str, ...] = (
     "runtime_s",
     "workload",
     "wsrep_slave_threads",
-    *RW_MIX_OPTIONS,
+    *(name for options in WORKLOAD_OPTIONS.values() for name in options),
 )
 # Any other factor of a real cluster is a dynamic server variable, set with SET GLOBAL on every
 # node; the worker checks the name against the server's own list before a trial.
@@ -95,8 +99,8 @@ KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
 }
 KIND_RESPONSES: dict[str, tuple[str, ...] | None] = {
     "simulated": GALERA_RESPONSES,
-    "lab": MEASURED_RESPONSES,
-    "external": MEASURED_RESPONSES,
+    "lab": (*MEASURED_RESPONSES, *TPCC_RESPONSES),
+    "external": (*MEASURED_RESPONSES, *TPCC_RESPONSES),
     "manual": None,
 }
 SERVER_VARIABLE_KINDS = frozenset({"lab", "external"})
@@ -206,22 +210,25 @@ class TargetSpec:
             )
 
     def check_workload_options(self, space: FactorSpace) -> None:
-        """Raise unless the rw_mix options are numeric, inside their ranges, and asked of an
-        experiment whose only workload is rw_mix."""
-        for name, (low, high) in RW_MIX_OPTIONS.items():
-            if name not in space.names:
-                continue
-            i = space.names.index(name)
-            factor = space[name]
-            if not factor.is_numeric or factor.bounds[0] < low or factor.bounds[1] > high:
-                raise DomainError(f"factors.{i}", f"{name} is a number from {low:g} to {high:g}")
-            workloads = space["workload"].levels if "workload" in space.names else None
-            if workloads is None or list(workloads) != ["rw_mix"]:
-                raise DomainError(
-                    f"factors.{i}.name",
-                    f"{name} is an option of the rw_mix workload: add the factor workload with"
-                    " the single level rw_mix",
-                )
+        """Raise unless a workload's own options are numeric, inside their ranges, and asked
+        of an experiment whose only workload is that one."""
+        workloads = space["workload"].levels if "workload" in space.names else None
+        for workload, options in WORKLOAD_OPTIONS.items():
+            for name, (low, high) in options.items():
+                if name not in space.names:
+                    continue
+                i = space.names.index(name)
+                factor = space[name]
+                if not factor.is_numeric or factor.bounds[0] < low or factor.bounds[1] > high:
+                    raise DomainError(
+                        f"factors.{i}", f"{name} is a number from {low:g} to {high:g}"
+                    )
+                if workloads is None or list(workloads) != [workload]:
+                    raise DomainError(
+                        f"factors.{i}.name",
+                        f"{name} is an option of the {workload} workload: add the factor"
+                        f" workload with the single level {workload}",
+                    )
 
     def check_plan(self, configs: Sequence[Mapping[str, Any]]) -> None:
         """Raise when a planned run puts load on more nodes than the cluster has."""

@@ -153,8 +153,10 @@ def prepare_command(
     tables: int,
     table_size: int,
     binary: str = "sysbench",
+    options: Mapping[str, Value] | None = None,
 ) -> list[str]:
-    """The argument list that creates and fills the workload's tables in `connection.database`."""
+    """The argument list that creates and fills the workload's tables in `connection.database`
+    (`options`: the script's own, e.g. tpcc's warehouses and tpcc_scale)."""
     _check_workload(workload)
     _check_positive(tables=tables, table_size=table_size)
     return [
@@ -163,6 +165,7 @@ def prepare_command(
         *_connection_args(connection),
         f"--tables={tables}",
         f"--table_size={table_size}",
+        *_options(options or {}),
         "prepare",
     ]
 
@@ -468,4 +471,60 @@ def combine(results: Sequence[RunResult]) -> Combined:
         steady=steady_state(intervals),
         histogram=histogram,
         intervals=intervals,
+    )
+
+
+_TPCC = re.compile(r"^tpcc-counts: (.*)$", re.MULTILINE)
+# tpcc.lua's latency bucket b holds latencies in [TPCC_BUCKET_RATIO^(b-1), ^b) microseconds.
+TPCC_BUCKET_RATIO = 1.02
+
+
+@dataclass(frozen=True)
+class TpccCounts:
+    """What the TPC-C-like script's threads counted after its warm-up, summed over threads
+    and client processes: committed and rolled-back new orders, the measured seconds (the mean
+    of the threads'), and new-order latencies as (upper edge in ms, count) buckets."""
+
+    new_orders: int
+    rolled_back: int
+    seconds: float
+    latency: list[tuple[float, int]]
+
+    @property
+    def notpm(self) -> float:
+        """New-order transactions per minute."""
+        return 60.0 * self.new_orders / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rollback_rate(self) -> float:
+        """The share of new orders rolled back."""
+        total = self.new_orders + self.rolled_back
+        return self.rolled_back / total if total else 0.0
+
+    @property
+    def latency_p95_ms(self) -> float:
+        """The new-order latency 95 % of them stayed under (a bucket's upper edge)."""
+        return histogram_percentile(self.latency) if self.latency else 0.0
+
+
+def tpcc_counts(outputs: Sequence[str]) -> TpccCounts:
+    """The tpcc-counts lines of every output, summed; SysbenchOutputError when there are none
+    (the script failed before its threads ended)."""
+    fields = [
+        dict(part.split("=", 1) for part in match.split())
+        for output in outputs
+        for match in _TPCC.findall(output)
+    ]
+    if not fields:
+        raise SysbenchOutputError("the tpcc script printed no counts: it did not finish")
+    buckets: dict[int, int] = {}
+    for line in fields:
+        for pair in filter(None, line["latency_buckets"].split(",")):
+            bucket, count = (int(v) for v in pair.split(":"))
+            buckets[bucket] = buckets.get(bucket, 0) + count
+    return TpccCounts(
+        new_orders=sum(int(line["new_order"]) for line in fields),
+        rolled_back=sum(int(line["rolled_back"]) for line in fields),
+        seconds=sum(float(line["elapsed"]) for line in fields) / len(fields),
+        latency=[(TPCC_BUCKET_RATIO**b / 1000.0, n) for b, n in sorted(buckets.items())],
     )

@@ -595,3 +595,20 @@ async def test_rw_mix_options_need_the_rw_mix_workload_and_their_ranges(api):
         assert refused.status_code == 422, refused.text
         detail = refused.json()["detail"][0]
         assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+
+
+async def test_warehouses_need_the_tpcc_workload_and_at_least_one(api):
+    base = {"name": "tpcc", "target": "lab", "design": {"kind": "full_factorial", "levels": 2},
+            "objective": {"response": "notpm"}}  # fmt: skip
+    tpcc = {"name": "workload", "kind": "categorical", "levels": ["tpcc"]}
+    warehouses = {"name": "warehouses", "kind": "integer", "low": 1, "high": 4}
+    created = await create(api, base | {"factors": [tpcc, warehouses]})
+    assert {t["config"]["warehouses"] for t in created["trials"]} == {1, 4}
+    for factors, field, words in [
+        ([tpcc, {**warehouses, "low": 0}], "factors.1", "warehouses is a number from 1 to 1000"),
+        ([warehouses], "factors.0.name", "warehouses is an option of the tpcc workload"),
+    ]:
+        refused = await api.post("/experiments", json=base | {"factors": factors})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"][0]
+        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail

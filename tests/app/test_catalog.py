@@ -52,6 +52,7 @@ def test_the_catalogue_holds_the_documented_experiments():
         "read_write_mix.yaml",
         "rw_ratio_masters.yaml",
         "single_vs_multi_primary.yaml",
+        "tpcc_nodes.yaml",
     } <= names
 
 

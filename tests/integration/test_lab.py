@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
 from worker import galera_sql, lab_layout, lab_supervisor, sysbench
 from worker.lab import print_status
-from worker.targets.base import InfeasibleError
+from worker.targets.base import InfeasibleError, TargetError
 from worker.targets.external import ExternalTarget
 
 pytestmark = pytest.mark.integration
@@ -395,3 +396,39 @@ def test_rw_mix_writers_on_two_nodes_abort_more_than_on_one(
     assert two["abort_rate"] > one["abort_rate"], (one["abort_rate"], two["abort_rate"])
     assert two["cert_failures"] > one["cert_failures"]
     assert one["tps"] > 0 and two["tps"] > 0
+
+
+def test_tpcc_reports_notpm_and_rolls_back_about_one_new_order_in_a_hundred(
+    external_target: ExternalTarget,
+) -> None:
+    result = external_target.run(
+        {"workload": "tpcc", "warehouses": 1, "clients": 1, "threads_per_client": 4,
+         "runtime_s": 10, "load_nodes": 1},
+        run_key=6,
+    )  # fmt: skip
+    responses = result.responses
+    assert responses["notpm"] > 1000 and responses["tpmc"] == responses["notpm"]
+    assert 0.002 < responses["rollback_rate"] < 0.025, responses["rollback_rate"]
+    assert responses["new_order_latency_p95_ms"] > 0
+    assert "tpcc-counts: new_order=" in result.raw_output
+    assert result.record is not None and "--warehouses=1" in result.record["commands"][0]
+
+
+def test_a_script_error_fails_the_trial_with_the_scripts_message(
+    external_target: ExternalTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "rw_mix.lua"
+    broken.write_text(
+        'require("oltp_common")\n'
+        'sysbench.cmdline.options.write_share = {"share", 0.5}\n'
+        "function thread_init() end\n"
+        'function event()\n  error("hot set exhausted: 42")\nend\n'
+    )
+    monkeypatch.setattr(sysbench, "SCRIPTS", tmp_path)
+    started = time.monotonic()
+    with pytest.raises(TargetError, match="hot set exhausted: 42"):
+        external_target.run(
+            {"workload": "rw_mix", "clients": 1, "runtime_s": 10, "write_share": 0.5},
+            run_key=7,
+        )
+    assert time.monotonic() - started < 30

@@ -33,6 +33,7 @@ from worker.sysbench import (
     steady_state,
     sum_intervals,
     supports_native_warmup,
+    tpcc_counts,
 )
 
 OUTPUTS = Path(__file__).parent / "sysbench_outputs"
@@ -77,6 +78,10 @@ PRINTED = {
     "rw_mix_conflicts_t4": (
         (21143, 3522.12), (130229, 21694.28), (1178, 196.24), (0, 0.0), 8.0031, 21143,
         (0.24, 1.13, 7.77, 2.22), (5, 2),
+    ),
+    "tpcc_w2_t4": (
+        (7250, 1206.42), (203174, 33808.78), (56, 9.32), (0, 0.0), 8.0098, 7250,
+        (0.15, 3.31, 24.49, 9.39), (6, 2),
     ),
     "oltp_read_write_t1_no_warmup": (
         (2403, 400.30), (48060, 8006.10), (0, 0.0), (0, 0.0), 6.0026, 2403,
@@ -547,3 +552,18 @@ def test_the_projects_own_workload_runs_its_script_with_its_options():
     with pytest.raises(ValueError, match="script option"):
         run_command(CONNECTION, workload="rw_mix", threads=1, time_s=10, warmup_s=0, tables=1,
                     table_size=10, options={"x; rm": 1})  # fmt: skip
+
+
+def test_the_tpcc_counts_are_summed_over_the_threads():
+    counts = tpcc_counts([output("tpcc_w2_t4")])
+    # The four threads printed new_order 852, 810, 800, 802; rolled_back 6, 6, 10, 7;
+    # elapsed 6.001, 6.004, 6.006, 6.008 s.
+    assert (counts.new_orders, counts.rolled_back) == (3264, 29)
+    assert counts.seconds == pytest.approx(6.00475)
+    assert counts.notpm == pytest.approx(60 * 3264 / 6.00475)
+    assert counts.rollback_rate == pytest.approx(29 / 3293)
+    assert sum(n for _, n in counts.latency) == 3264
+    # The new-order p95 sits near sysbench's p95 of all five transaction types (9.39 ms).
+    assert 5 < counts.latency_p95_ms < 20
+    with pytest.raises(SysbenchOutputError, match="printed no counts"):
+        tpcc_counts([output("oltp_read_write_t4")])

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.target_specs import CLUSTER_FACTORS, RW_MIX_OPTIONS, WORKLOADS
+from app.target_specs import CLUSTER_FACTORS, WORKLOAD_OPTIONS, WORKLOADS
 from worker import galera_sql, sysbench
 from worker.targets import record
 from worker.targets.base import (
@@ -49,6 +49,7 @@ COUNTERS = (
 )
 # Workloads that change how many rows the tables hold: after one, the schema is checked again.
 RESIZING_WORKLOADS = ("oltp_insert", "oltp_delete")
+TPCC_TABLES = 9
 # MSER-5 needs at least a few batches of 5 one-second interval reports after the warm-up.
 MIN_RUNTIME_S = 10
 # Server errors that mean "this configuration cannot run here", not "the cluster broke".
@@ -82,6 +83,9 @@ class ClusterTarget(Target):
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)
         self.tables = int(self.settings.get("tables", 4))
+        # The TPC-C-like workload's scale divisor (1 = full scale): small on a lab by default,
+        # so that preparing a warehouse takes well under a second.
+        self.tpcc_scale = int(self.settings.get("tpcc_scale", 100))
         self.table_size = int(self.settings.get("table_size", 10_000))
         self.warmup_s = int(self.settings.get("warmup_s", 2))
         self.reprepare = bool(self.settings.get("reprepare", False))
@@ -140,9 +144,19 @@ class ClusterTarget(Target):
         variables = {k: v for k, v in config.items() if k not in CLUSTER_FACTORS}
         if "wsrep_slave_threads" in config:
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
-        options = {k: merged[k] for k in RW_MIX_OPTIONS if k in merged}
-        if options and workload != "rw_mix":
-            raise InfeasibleError(f"{', '.join(options)} apply to the rw_mix workload only")
+        owned = {name: w for w, names in WORKLOAD_OPTIONS.items() for name in names}
+        options = {k: merged[k] for k in owned if k in merged}
+        foreign = [k for k in options if owned[k] != workload]
+        if foreign:
+            raise InfeasibleError(
+                f"{', '.join(foreign)} apply to the {owned[foreign[0]]} workload only"
+            )
+        if workload == "tpcc":
+            options = {
+                "warehouses": int(options.get("warehouses", 1)),
+                "tpcc_scale": self.tpcc_scale,
+                "tpcc_warmup": self.warmup_s,
+            }
         return TrialPlan(workload=workload, variables=variables, options=options, **numbers)
 
     def run(
@@ -189,13 +203,12 @@ class ClusterTarget(Target):
         raw_output = self._redact("\n".join(outputs))
         try:
             combined = sysbench.combine([sysbench.parse(output) for output in outputs])
+            responses = _responses(combined, before, after, elapsed)
+            if plan.workload == "tpcc":
+                responses |= _tpcc_responses(sysbench.tpcc_counts(outputs))
         except sysbench.SysbenchOutputError as error:
             raise TargetError(f"{error}: {raw_output[-2000:]}") from error
-        return TrialResult(
-            responses=_responses(combined, before, after, elapsed),
-            raw_output=raw_output,
-            record=kept,
-        )
+        return TrialResult(responses=responses, raw_output=raw_output, record=kept)
 
     def _set_variables(self, nodes: list[galera_sql.Node], variables: Mapping[str, Value]) -> None:
         """The trial's variables, and every other variable an earlier trial changed back at
@@ -224,6 +237,7 @@ class ClusterTarget(Target):
                 workload=plan.workload,
                 tables=self.tables,
                 table_size=self.table_size,
+                options={k: v for k, v in plan.options.items() if k != "tpcc_warmup"},
             )
             # A prepare cut short leaves the schema incomplete: `_complete` finds it next time.
             ((code, output),) = run_processes(
@@ -236,7 +250,17 @@ class ClusterTarget(Target):
             self._prepared.add(database)
 
     def _complete(self, cursor: Any, database: str) -> bool:
-        """Whether a schema left by an earlier worker has every table with every row."""
+        """Whether a schema left by an earlier worker has every table with every row (for the
+        TPC-C-like schema: its nine tables and its warehouses)."""
+        if database.startswith("tpcc_w"):
+            cursor.execute(
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s",
+                (database,),
+            )
+            if cursor.fetchone()[0] != TPCC_TABLES:
+                return False
+            cursor.execute(f"SELECT COUNT(*) FROM {database}.warehouse")
+            return bool(cursor.fetchone()[0] == int(database.removeprefix("tpcc_w")))
         cursor.execute(
             "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s", (database,)
         )
@@ -364,9 +388,23 @@ def _check_membership_unchanged(before: list[dict[str, str]], after: list[dict[s
         raise galera_sql.GaleraError("the cluster's membership changed during the trial")
 
 
+def _tpcc_responses(counts: sysbench.TpccCounts) -> dict[str, float]:
+    """NOTPM (tpmc: the same count under TPC-C's name), the rollback rate of new orders and
+    their p95 latency; the abort rate of certification conflicts stays in `abort_rate`."""
+    return {
+        "notpm": counts.notpm,
+        "tpmc": counts.notpm,
+        "rollback_rate": counts.rollback_rate,
+        "new_order_latency_p95_ms": counts.latency_p95_ms,
+    }
+
+
 def _database(plan: TrialPlan, client: int) -> str:
     """The schema a client machine works in: its own (as the published study ran), except
-    under rw_mix, whose question is how writers on different nodes collide on one hot set."""
+    under rw_mix, whose question is how writers on different nodes collide on one hot set, and
+    tpcc, whose clients share the warehouses (one schema per warehouse count, reused)."""
+    if plan.workload == "tpcc":
+        return f"tpcc_w{plan.options['warehouses']}"
     return "sbtest1" if plan.workload == "rw_mix" else f"sbtest{client}"
 
 
