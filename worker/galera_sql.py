@@ -136,12 +136,19 @@ def cursor_of(connection: pymysql.Connection, where: str) -> Iterator[Cursor]:
 
 def global_status(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, str]:
     """Global status counters by lower-case name; names the server does not know are left out."""
+    return _show_global(node, credentials, "STATUS", names)
+
+
+def _show_global(
+    node: Node, credentials: Credentials, kind: str, names: Iterable[str]
+) -> dict[str, str]:
+    """SHOW GLOBAL STATUS or VARIABLES (`kind`) for these names, by lower-case name."""
     wanted = sorted({name.lower() for name in names})
     if not wanted:
         return {}
     placeholders = ", ".join(["%s"] * len(wanted))
     with _cursor(node, credentials) as cursor:
-        cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({placeholders})", wanted)
+        cursor.execute(f"SHOW GLOBAL {kind} WHERE Variable_name IN ({placeholders})", wanted)
         return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
@@ -213,11 +220,7 @@ def configured_variables(node: Node, credentials: Credentials) -> dict[str, str]
 
 def global_variables(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, str]:
     """Global variables by lower-case name; names the server does not know are left out."""
-    wanted = sorted({name.lower() for name in names})
-    placeholders = ", ".join(["%s"] * len(wanted))
-    with _cursor(node, credentials) as cursor:
-        cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", wanted)
-        return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+    return _show_global(node, credentials, "VARIABLES", names)
 
 
 def wsrep_status(node: Node, credentials: Credentials) -> dict[str, str]:

@@ -138,9 +138,8 @@ def _options(options: Mapping[str, Value]) -> list[str]:
     """A script's own options as arguments; names and values are checked, not quoted."""
     arguments = []
     for name, value in options.items():
-        if not _OPTION.fullmatch(name) or isinstance(value, bool):
-            raise ValueError(f"{name}: a script option is a name and a number")
-        if not isinstance(value, int | float):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not _OPTION.fullmatch(name) or not number:
             raise ValueError(f"{name}: a script option is a name and a number")
         arguments.append(f"--{name}={value:g}" if isinstance(value, float) else f"--{name}={value}")
     return arguments

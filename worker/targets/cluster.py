@@ -39,14 +39,6 @@ from worker.targets.base import (
 
 log = logging.getLogger(__name__)
 
-COUNTERS = (
-    "wsrep_cluster_conf_id",
-    "wsrep_local_cert_failures",
-    "wsrep_local_bf_aborts",
-    "wsrep_flow_control_paused_ns",
-    "wsrep_local_recv_queue_avg",
-    "wsrep_cert_deps_distance",
-)
 # Workloads that change how many rows the tables hold: after one, the schema is checked again.
 RESIZING_WORKLOADS = ("oltp_insert", "oltp_delete")
 TPCC_TABLES = 9
@@ -178,15 +170,18 @@ class ClusterTarget(Target):
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             self._set_variables(nodes, plan.variables)
             self._prepare(nodes[0], plan, cancel)
-            states_before = record.node_states(nodes, self.credentials)
             argvs = self._run_commands(nodes, plan)
-            before = [galera_sql.global_status(n, self.credentials, COUNTERS) for n in nodes]
+            # One snapshot of every node on each side of the run serves the responses and the
+            # record alike (a second read would reset wsrep_local_recv_queue_avg again).
+            states_before = record.node_states(nodes, self.credentials)
             started = time.monotonic()
             outputs = self._benchmark(argvs, plan, cancel)
             elapsed = time.monotonic() - started
+            states_after = record.node_states(nodes, self.credentials)
             if plan.workload in RESIZING_WORKLOADS:
                 self._prepared.clear()
-            after = [galera_sql.global_status(n, self.credentials, COUNTERS) for n in nodes]
+            before = [state["wsrep_status"] for state in states_before]
+            after = [state["wsrep_status"] for state in states_after]
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             _check_membership_unchanged(before, after)
             kept = record.trial_record(
@@ -194,7 +189,7 @@ class ClusterTarget(Target):
                 plan=dataclasses.asdict(plan),
                 commands=[self._redact(shlex.join(argv)) for argv in argvs],
                 before=states_before,
-                after=record.node_states(nodes, self.credentials),
+                after=states_after,
             )
         except galera_sql.VariableError as error:
             raise InfeasibleError(str(error)) from error
@@ -252,20 +247,15 @@ class ClusterTarget(Target):
     def _complete(self, cursor: Any, database: str) -> bool:
         """Whether a schema left by an earlier worker has every table with every row (for the
         TPC-C-like schema: its nine tables and its warehouses)."""
-        if database.startswith("tpcc_w"):
-            cursor.execute(
-                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s",
-                (database,),
-            )
-            if cursor.fetchone()[0] != TPCC_TABLES:
-                return False
-            cursor.execute(f"SELECT COUNT(*) FROM {database}.warehouse")
-            return bool(cursor.fetchone()[0] == int(database.removeprefix("tpcc_w")))
+        tpcc = database.startswith("tpcc_w")
         cursor.execute(
             "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s", (database,)
         )
-        if cursor.fetchone()[0] != self.tables:
+        if cursor.fetchone()[0] != (TPCC_TABLES if tpcc else self.tables):
             return False
+        if tpcc:
+            cursor.execute(f"SELECT COUNT(*) FROM {database}.warehouse")
+            return bool(cursor.fetchone()[0] == int(database.removeprefix("tpcc_w")))
         cursor.execute(f"SELECT COUNT(*) FROM {database}.sbtest{self.tables}")
         return bool(cursor.fetchone()[0] == self.table_size)
 
