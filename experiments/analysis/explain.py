@@ -204,12 +204,21 @@ def profile_phrase(response: str, goal: str, factor: str, profile: _Profile) -> 
             f"going from {format_value(settings[0])} to {format_value(settings[-1])} {verb}"
             f" {response} by about {significant(abs(change))}"
         )
-    where = "near" if 0 < best < len(values) - 1 else "at"
+    if 0 < best < len(values) - 1:
+        return (
+            f"{response} is {most} near {factor} = {format_value(profile.best)}"
+            f" (about {significant(top)}); it is about {significant(abs(top - first))} {less}"
+            f" at {format_value(settings[0])} and about {significant(abs(top - last))} {less}"
+            f" at {format_value(settings[-1])}"
+        )
+    # Best at one end, but the curve turns inside: its far end is not its worst point.
+    other = len(values) - 1 if best == 0 else 0
+    worst = max(range(len(values)), key=lambda i: abs(top - values[i]))
     return (
-        f"{response} is {most} {where} {factor} = {format_value(profile.best)}"
-        f" (about {significant(top)}); it is about {significant(abs(top - first))} {less} at"
-        f" {format_value(settings[0])} and about {significant(abs(top - last))} {less} at"
-        f" {format_value(settings[-1])}"
+        f"{response} is {most} at {factor} = {format_value(profile.best)}"
+        f" (about {significant(top)}); it is about {significant(abs(top - values[worst]))}"
+        f" {less} near {format_value(settings[worst])} and about"
+        f" {significant(abs(top - values[other]))} {less} at {format_value(settings[other])}"
     )
 
 

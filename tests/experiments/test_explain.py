@@ -72,6 +72,20 @@ def test_a_minimized_response_is_told_by_its_lowest_point():
     )
 
 
+def test_a_best_end_of_a_curve_that_turns_inside_is_told_with_its_worst_point():
+    # The best is at the low end; the far end recovers part of the dip in the middle.
+    profile = Profile(
+        settings=[0.0, 0.25, 0.5, 0.75, 1.0],
+        predicted=[3110.0, 2000.0, 1500.0, 1350.0, 1400.0],
+        best=0.0,
+    )
+    phrase = profile_phrase("tps", "maximize", "write_share", profile)
+    assert phrase == (
+        "tps is highest at write_share = 0 (about 3110); it is about 1760 lower near 0.75"
+        " and about 1710 lower at 1"
+    )
+
+
 def test_a_categorical_factor_is_told_by_its_best_level_and_the_gaps():
     profile = Profile(settings=["rw", "ro", "wo"], predicted=[1000.0, 1490.0, 610.0], best="ro")
     phrase = profile_phrase("tps", "maximize", "workload", profile)
