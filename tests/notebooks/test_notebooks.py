@@ -121,3 +121,29 @@ def test_sequential_optimization_notebook(service: Client):
         str(output.get("text", "")) for cell in book.cells for output in cell.get("outputs", [])
     )
     assert "auto: 12 trials" in outputs and "bayes: 12 trials" in outputs
+
+
+@pytest.mark.parametrize("database_url", ["mariadb"], indirect=True)
+def test_published_studies_notebook(service: Client):
+    opens_with_what_it_shows("published_studies")
+    book = execute("published_studies", {"API_URL": service.base_url, "API_KEY": service.api_key})
+    # DBT2 against the lab, the abort surface, aborts against writers, the lab's contour.
+    assert images(book) >= 4
+    outputs = "\n".join(
+        str(output.get("text", "")) for cell in book.cells for output in cell.get("outputs", [])
+    )
+    for recorded in (
+        "DBT2 on 1-4 Galera nodes (published): experiment",
+        "4 runs recorded",
+        "24 runs recorded",
+        "27 runs recorded",
+        "tpcc on 1-3 lab nodes (measured here)",
+        "rw_mix: write share x load nodes on 3 lab nodes (measured here)",
+        "single against multi primary on 3 lab nodes (measured here)",
+    ):
+        assert recorded in outputs
+    # With rollbacks limited to 10 %, the fourth node's NOTPM is out of reach.
+    assert "best NOTPM with rollbacks at most 10 %: {'nodes': 3}" in outputs
+    # Little's law fitted on one data centre predicts Galera's WAN throughput (224 measured).
+    assert "Galera across the WAN: predicted 223 tps, measured 224" in outputs
+    assert "needs at least 5 successful runs" in outputs
