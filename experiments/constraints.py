@@ -151,12 +151,13 @@ def _polynomial(node: ast.expr, space: FactorSpace) -> _Polynomial:
         if not math.isfinite(number):
             raise _Refused("numbers must be finite")
         return {(): number}
-    if isinstance(node, ast.Name):
-        if node.id not in space.names:
-            raise _Refused(f"unknown factor '{node.id}'; factors are {space.names}")
-        if not space[node.id].is_numeric:
-            raise _Refused(f"categorical factor '{node.id}' cannot appear in a constraint")
-        return {(node.id,): 1.0}
+    if isinstance(node, ast.Name | ast.Attribute):
+        name = _dotted(node)
+        if name not in space.names:
+            raise _Refused(f"unknown factor '{name}'; factors are {space.names}")
+        if not space[name].is_numeric:
+            raise _Refused(f"categorical factor '{name}' cannot appear in a constraint")
+        return {(name,): 1.0}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = _polynomial(node.operand, space)
         sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
@@ -174,6 +175,15 @@ def _polynomial(node: ast.expr, space: FactorSpace) -> _Polynomial:
         if right.get((), 0.0) == 0.0:
             raise _Refused("division by zero")
         return {names: c / right[()] for names, c in left.items()}
+    raise _Refused(_OPERATORS)
+
+
+def _dotted(node: ast.expr) -> str:
+    """A factor's name: Python reads a provider option such as gcs.fc_limit as attributes."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
     raise _Refused(_OPERATORS)
 
 

@@ -25,7 +25,9 @@ Config = dict[str, Value]
 
 FACTOR_KINDS: tuple[str, ...] = ("continuous", "integer", "categorical")
 SCALES: tuple[str, ...] = ("linear", "log2")
-NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+# A name of letters, digits and underscores; dots join such parts, as in Galera's provider
+# options (gcs.fc_limit), which are factors of a real cluster.
+NAME_PATTERN = re.compile(r"^(?=.{1,64}$)[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 MAX_FACTORS = 30
 MAX_LEVELS = 50
 
@@ -45,7 +47,11 @@ class Factor:
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
-            raise DomainError("name", "must match [A-Za-z_][A-Za-z0-9_]{0,63}")
+            raise DomainError(
+                "name",
+                "must be at most 64 letters, digits and underscores, starting with a letter or"
+                " an underscore; dots may join such parts, as in gcs.fc_limit",
+            )
         if self.kind not in FACTOR_KINDS:
             raise DomainError("kind", f"must be one of {', '.join(FACTOR_KINDS)}")
         if self.scale not in SCALES:

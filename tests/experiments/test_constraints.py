@@ -92,7 +92,7 @@ def test_boundary_is_allowed_by_non_strict_and_refused_by_strict():
         ("nodes ** 2 <= 9", "only +, -, * and / by a number are allowed"),
         ("nodes / clients <= 2", "only +, -, * and / by a number are allowed"),
         ("abs(nodes) <= 2", "only +, -, * and / by a number are allowed"),
-        ("nodes.real <= 2", "only +, -, * and / by a number are allowed"),
+        ("nodes.real <= 2", "unknown factor 'nodes.real'"),
         ("nodes <= True", "only +, -, * and / by a number are allowed"),
         ("nodes <= 'a'", "only +, -, * and / by a number are allowed"),
         ("nodes * clients * threads_per_client <= 512", "a product of more than two factors"),
@@ -220,3 +220,17 @@ def test_names_outside_the_space_are_refused(name):
     with pytest.raises(DomainError) as caught:
         parse_constraints([f"{name} + nodes <= 3"], SPACE)
     assert caught.value.rule.startswith(f"unknown factor '{name}'")
+
+
+def test_a_provider_option_is_named_with_its_dots():
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "gcs.fc_limit", "kind": "integer", "low": 16, "high": 512},
+            {"name": "wsrep_slave_threads", "kind": "integer", "low": 1, "high": 16},
+        ]
+    )
+    (rule,) = parse_constraints(["gcs.fc_limit >= 16 * wsrep_slave_threads"], space)
+    assert rule.factors == ("gcs.fc_limit", "wsrep_slave_threads")
+    with pytest.raises(DomainError) as caught:
+        parse_constraints(["gcs.fc_limt <= 100"], space)
+    assert caught.value.rule.startswith("unknown factor 'gcs.fc_limt'")

@@ -69,7 +69,9 @@ def test_integer_rounding_is_half_up():
 @pytest.mark.parametrize(
     ("raw", "field", "words"),
     [
-        ({"name": "1st", "kind": "integer", "low": 1, "high": 2}, "factors.0.name", "match"),
+        ({"name": "1st", "kind": "integer", "low": 1, "high": 2}, "factors.0.name", "starting"),
+        ({"name": "gcs.", "kind": "integer", "low": 1, "high": 2}, "factors.0.name", "dots"),
+        ({"name": "a" * 65, "kind": "integer", "low": 1, "high": 2}, "factors.0.name", "64"),
         ({"name": "x", "kind": "ordinal", "low": 1, "high": 2}, "factors.0.kind", "one of"),
         ({"name": "x", "low": 2, "high": 2}, "factors.0.high", "greater than low"),
         ({"name": "x", "low": 1}, "factors.0.low", "low and high"),
