@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
+from app.provider_options import is_provider_option_name, provider_option, provider_value
 from experiments.errors import DomainError
-from experiments.factors import FactorSpace
+from experiments.factors import Factor, FactorSpace
 
 GALERA_RESPONSES: tuple[str, ...] = (
     "tps",
@@ -38,6 +39,8 @@ GALERA_RESPONSES: tuple[str, ...] = (
 MEASURED_RESPONSES: tuple[str, ...] = (
     *GALERA_RESPONSES,
     "cert_deps_distance",
+    # The median single-row autocommit INSERT on the writing node, timed before the run.
+    "commit_latency_ms",
     "tps_steady",
     "tps_se",
     "latency_p95_steady_ms",
@@ -77,6 +80,14 @@ CLUSTER_FACTORS: tuple[str, ...] = (
     "wsrep_slave_threads",
     *(name for options in WORKLOAD_OPTIONS.values() for name in options),
 )
+# The lab's topology: its nodes split over one or two sites (network namespaces) whose
+# replication traffic crosses an emulated WAN of this round trip and jitter; only the lab can
+# move its nodes apart, so these are lab factors.
+WAN_FACTORS: dict[str, tuple[float, float]] = {
+    "sites": (1, 2),
+    "wan_rtt_ms": (0, 300),
+    "wan_jitter_ms": (0, 100),
+}
 # Any other factor of a real cluster is a dynamic server variable, set with SET GLOBAL on every
 # node; the worker checks the name against the server's own list before a trial.
 SERVER_VARIABLE = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
@@ -93,7 +104,7 @@ SIMULATED_FACTORS: tuple[str, ...] = (
 # None means "any name": a manual target records whatever was measured elsewhere.
 KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
     "simulated": SIMULATED_FACTORS,
-    "lab": CLUSTER_FACTORS,
+    "lab": (*CLUSTER_FACTORS, *WAN_FACTORS),
     "external": CLUSTER_FACTORS,
     "manual": None,
 }
@@ -168,9 +179,22 @@ class TargetSpec:
         for i, factor in enumerate(space.factors):
             if factor.name in accepted:
                 continue
+            if factor.name in WAN_FACTORS:
+                raise DomainError(
+                    f"factors.{i}.name",
+                    f"target '{self.name}' ({self.kind}) cannot set '{factor.name}': only a lab"
+                    " target can move its nodes apart",
+                )
+            if self.accepts_server_variables and is_provider_option_name(factor.name):
+                check_provider_factor(i, factor)
+                continue
             if self.accepts_server_variables and SERVER_VARIABLE.match(factor.name):
                 continue
-            also = " or a dynamic server variable" if self.accepts_server_variables else ""
+            also = (
+                ", a dynamic server variable or a Galera provider option"
+                if self.accepts_server_variables
+                else ""
+            )
             raise DomainError(
                 f"factors.{i}.name",
                 f"target '{self.name}' ({self.kind}) cannot set '{factor.name}'; "
@@ -187,6 +211,8 @@ class TargetSpec:
         if self.runnable and self.kind != "simulated":
             self.check_load_nodes(space)
             self.check_workload_options(space)
+        if self.kind == "lab":
+            self.check_wan(space)
 
     def check_load_nodes(self, space: FactorSpace) -> None:
         """Raise unless `load_nodes` is a whole number from 1 that cannot exceed `nodes` (the
@@ -230,19 +256,44 @@ class TargetSpec:
                         f" workload with the single level {workload}",
                     )
 
+    def check_wan(self, space: FactorSpace) -> None:
+        """Raise unless the topology factors are numbers inside their ranges (`sites` a whole
+        number of sites) and two sites can have a node each."""
+        for name, (low, high) in WAN_FACTORS.items():
+            if name not in space.names:
+                continue
+            i = space.names.index(name)
+            factor = space[name]
+            whole = name == "sites"
+            if (
+                not factor.is_numeric
+                or (whole and factor.kind != "integer")
+                or factor.bounds[0] < low
+                or factor.bounds[1] > high
+            ):
+                rule = "an integer factor" if whole else "a number"
+                raise DomainError(f"factors.{i}", f"{name} is {rule} from {low:g} to {high:g}")
+        if "sites" in space.names and "nodes" not in space.names:
+            defaults = self.settings.get("defaults") or {}
+            if space["sites"].bounds[1] > int(defaults.get("nodes", 3)):
+                raise DomainError(
+                    f"factors.{space.names.index('sites')}.high",
+                    "sites cannot exceed nodes: each site needs a node",
+                )
+
     def check_plan(self, configs: Sequence[Mapping[str, Any]]) -> None:
-        """Raise when a planned run puts load on more nodes than the cluster has."""
-        broken = sum(
-            1
-            for c in configs
-            if "load_nodes" in c and "nodes" in c and c["load_nodes"] > c["nodes"]
-        )
-        if broken:
-            raise DomainError(
-                "constraints",
-                f"{broken} planned run(s) put load_nodes above nodes: add the constraint"
-                " 'load_nodes <= nodes'",
-            )
+        """Raise when a planned run puts load on more nodes than the cluster has, or more sites
+        than nodes."""
+        for above, below, rule in (
+            ("load_nodes", "nodes", "put load_nodes above nodes"),
+            ("sites", "nodes", "split fewer nodes than sites (each site needs a node)"),
+        ):
+            broken = sum(1 for c in configs if above in c and below in c and c[above] > c[below])
+            if broken:
+                raise DomainError(
+                    "constraints",
+                    f"{broken} planned run(s) {rule}: add the constraint '{above} <= {below}'",
+                )
 
     def check_response(self, response: str, field_name: str) -> None:
         """Raise unless the target reports `response`."""
@@ -253,6 +304,31 @@ class TargetSpec:
                 f"target '{self.name}' does not report '{response}'; "
                 f"it reports {', '.join(accepted)}",
             )
+
+
+def check_provider_factor(i: int, factor: Factor) -> None:
+    """Raise unless `factor` names a Galera provider option a benchmark may set, one the
+    provider changes at run time, and every value the factor takes is one the option accepts."""
+    try:
+        option = provider_option(factor.name)
+    except ValueError as error:
+        raise DomainError(f"factors.{i}.name", str(error)) from None
+    if option.tunable and not option.dynamic:
+        raise DomainError(
+            f"factors.{i}.name",
+            f"{factor.name} takes effect only when the nodes restart, and restart-only settings"
+            " are not factors yet",
+        )
+    if option.kind == "integer" and factor.kind == "continuous":
+        raise DomainError(
+            f"factors.{i}.kind", f"{factor.name} takes whole numbers: make it an integer factor"
+        )
+    for value in factor.levels if factor.levels is not None else factor.bounds:
+        try:
+            provider_value(option, value)
+        except ValueError as error:
+            field_name = f"factors.{i}" if option.tunable else f"factors.{i}.name"
+            raise DomainError(field_name, str(error)) from None
 
 
 def load_targets(path: Path | None) -> dict[str, TargetSpec]:

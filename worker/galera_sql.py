@@ -11,6 +11,8 @@ import contextlib
 import logging
 import math
 import re
+import statistics
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -34,8 +36,10 @@ HEALTH_STATUS = (
 # unknown variable, session-only, wrong value, wrong type, read-only (two codes).
 # The server refuses the variable or the value (unknown, read-only, wrong type or scope, not
 # allowed); 1227: the account lacks the privilege, which no retry will give it.
-_VARIABLE_ERRORS = frozenset({1193, 1227, 1228, 1231, 1232, 1238, 1621})
+# 1210: "Incorrect arguments to SET", what a provider option it refuses at run time gives.
+_VARIABLE_ERRORS = frozenset({1193, 1210, 1227, 1228, 1231, 1232, 1238, 1621})
 _BOOLEAN_WORDS = {"ON": 1, "TRUE": 1, "YES": 1, "OFF": 0, "FALSE": 0, "NO": 0}
+_SIZE_VALUE = re.compile(r"^(\d+)([KMGT])$", re.IGNORECASE)
 
 Value = int | float | str
 
@@ -55,6 +59,14 @@ class Node:
     name: str
     host: str
     port: int
+    # The network namespace the node runs in (a lab site): commands that must reach it without
+    # the site's forwarder run there. None: this machine's own.
+    netns: str | None = None
+
+    def local_command(self, argv: list[str]) -> list[str]:
+        """`argv` run beside the node: in its namespace, where it reaches the node directly
+        (`ip netns exec` execs the command, so its pid stays the command's own)."""
+        return argv if self.netns is None else ["ip", "netns", "exec", self.netns, *argv]
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,28 @@ def cursor_of(connection: pymysql.Connection, where: str) -> Iterator[Cursor]:
         raise GaleraError(f"{where} failed: {error}") from error
     finally:
         connection.close()
+
+
+PROBE_SCHEMA = "galera_doe_probe"
+
+
+def commit_latency_ms(node: Node, credentials: Credentials, samples: int) -> float:
+    """The median time, in ms, of `samples` single-row autocommit INSERTs on `node`: what a
+    client waits for one commit, replication and certification across the cluster included."""
+    table = f"{PROBE_SCHEMA}.commits"
+    with _cursor(node, credentials) as cursor:
+        cursor.execute(f"CREATE DATABASE IF NOT EXISTS {PROBE_SCHEMA}")
+        cursor.execute(
+            f"CREATE TABLE IF NOT EXISTS {table}"
+            " (id BIGINT AUTO_INCREMENT PRIMARY KEY, at DATETIME(6) NOT NULL)"
+        )
+        times = []
+        for _ in range(samples):
+            started = time.perf_counter()
+            cursor.execute(f"INSERT INTO {table} (at) VALUES (NOW(6))")
+            times.append((time.perf_counter() - started) * 1000)
+        cursor.execute(f"DELETE FROM {table}")
+    return statistics.median(times)
 
 
 def global_status(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, str]:
@@ -323,6 +357,86 @@ def set_globals(
                         cursor.execute(f"SET GLOBAL {name} = %s", (value,))
         raise
     return {name: _as_value(value) for name, value in previous[0][1].items()}
+
+
+def provider_options(node: Node, credentials: Credentials) -> dict[str, str]:
+    """The options the running provider reports on `node` (wsrep_provider_options), by name."""
+    raw = global_variables(node, credentials, ["wsrep_provider_options"])
+    return parse_provider_options(raw.get("wsrep_provider_options", ""))
+
+
+def parse_provider_options(text: str) -> dict[str, str]:
+    """'name = value; name = value' as a mapping."""
+    pairs = (item.split("=", 1) for item in text.split(";") if "=" in item)
+    return {name.strip(): value.strip() for name, value in pairs}
+
+
+def set_provider_options(
+    nodes: Iterable[Node], credentials: Credentials, options: Mapping[str, str]
+) -> dict[str, str]:
+    """`SET GLOBAL wsrep_provider_options = 'name=value;...'` on every node, read back after.
+
+    `options` hold values already written as the provider takes them (app.provider_options).
+    VariableError when the running provider does not report an option, refuses it, or reads it
+    back different; the nodes already changed then get their previous values back. Returns
+    the values the first node had before, to set them back later.
+    """
+    nodes = list(nodes)
+    if not nodes or not options:
+        return {}
+    reported = provider_options(nodes[0], credentials)
+    unknown = sorted(set(options) - set(reported))
+    if unknown:
+        raise VariableError(
+            f"the running provider has no option {', '.join(unknown)} (it reports "
+            f"{len(reported)} options; see SHOW GLOBAL VARIABLES LIKE 'wsrep_provider_options')"
+        )
+    previous: list[tuple[Node, dict[str, str]]] = []
+    try:
+        for node in nodes:
+            before = reported if not previous else provider_options(node, credentials)
+            previous.append((node, {name: before[name] for name in options}))
+            _set_provider(node, credentials, options)
+    except VariableError:
+        for node, values in previous:
+            # Best effort: the VariableError is what the caller needs to see.
+            with contextlib.suppress(GaleraError):
+                _set_provider(node, credentials, values)
+        raise
+    return previous[0][1]
+
+
+def _set_provider(node: Node, credentials: Credentials, options: Mapping[str, str]) -> None:
+    text = ";".join(f"{name}={value}" for name, value in options.items())
+    with _cursor(node, credentials, timeout=30.0) as cursor:
+        try:
+            cursor.execute("SET GLOBAL wsrep_provider_options = %s", (text,))
+        except pymysql.MySQLError as error:
+            if error.args and error.args[0] in _VARIABLE_ERRORS:
+                raise VariableError(
+                    f"wsrep_provider_options '{text}' refused by {node.name}: {error.args[1]}"
+                ) from error
+            raise
+        actual = parse_provider_options(str(_read_global(cursor, "wsrep_provider_options")))
+    for name, value in options.items():
+        if _option_value(actual.get(name, "")) != _option_value(value):
+            raise VariableError(
+                f"{name} = {value} reads back as {actual.get(name)!r} on {node.name}"
+            )
+
+
+def _option_value(text: str) -> object:
+    """A provider option's value in one form, whichever way the provider or a user wrote it."""
+    word = text.strip().upper()
+    if word in _BOOLEAN_WORDS:
+        return _BOOLEAN_WORDS[word]
+    size = _SIZE_VALUE.match(word)
+    if size:
+        return int(size.group(1)) << {"K": 10, "M": 20, "G": 30, "T": 40}[size.group(2)]
+    try:
+        return round(float(word), 9)
+    except ValueError:
+        return word
 
 
 def _as_value(raw: object) -> Value:

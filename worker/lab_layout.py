@@ -17,6 +17,8 @@ SERVER_USER = "mysql"
 
 _SIZE = re.compile(r"^[1-9][0-9]*[KMG]?$")
 _UNIX_SOCKET_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
+# Node i of a two-site lab listens on WAN_NET.i inside its site's namespace.
+WAN_NET = "127.10.0"
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,11 @@ class LabLayout:
     Node i (1..max_nodes) listens for clients on client_port_base + i, for Galera on
     galera_port_base + 10 i (gmcast), + 1 (IST) and + 2 (rsync SST), all on 127.0.0.1.
     `timeout_s` bounds each node's start and the cluster's convergence after a resize.
+
+    With `sites` = 2 the nodes alternate between two sites (node 1 in site 1, node 2 in site 2,
+    ...), each site a network namespace of its own: node i listens on 127.10.0.i there (unique
+    addresses, so that a node's address means the same node in every namespace) and is in the
+    Galera segment of its site; `worker.wan` joins the sites through a delay.
     """
 
     base_dir: Path = Path("/var/lib/galera-doe/lab")
@@ -38,6 +45,7 @@ class LabLayout:
     redo_log_size: str = "32M"  # small: initialising a datadir and rsync SST copy it whole
     max_connections: int = 1024  # benchmark clients x threads may all land on one node
     timeout_s: float = 60.0
+    sites: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_dir", Path(self.base_dir))
@@ -65,10 +73,30 @@ class LabLayout:
             raise ValueError("client ports and Galera ports of the layout overlap")
         if self.max_connections < 10 or self.timeout_s <= 0:
             raise ValueError("max_connections must be at least 10 and timeout_s positive")
+        if self.sites not in (1, 2):
+            raise ValueError(f"sites must be 1 or 2, got {self.sites}")
 
     def node(self, index: int) -> Node:
-        """The client address of node `index`."""
-        return Node(f"node{index}", "127.0.0.1", self.client_port(index))
+        """The client address of node `index` (and its site's namespace on a WAN)."""
+        return Node(f"node{index}", self.address(index), self.client_port(index), self.netns(index))
+
+    def site(self, index: int) -> int:
+        """The site of node `index` (1 or 2): the nodes alternate, so any cluster of two or
+        more nodes spans both sites."""
+        return (index - 1) % self.sites + 1
+
+    def address(self, index: int) -> str:
+        """The address node `index` listens on, for clients and for Galera."""
+        return "127.0.0.1" if self.sites == 1 else f"{WAN_NET}.{index}"
+
+    def namespace(self, site: int) -> str:
+        """The network namespace of `site` on a WAN (named after the layout's ports: unique
+        per lab, so that tests and benchmarks can run labs of their own)."""
+        return f"gdoe{self.galera_port_base}s{site}"
+
+    def netns(self, index: int) -> str | None:
+        """The namespace node `index` runs in; None with one site (this machine's own)."""
+        return None if self.sites == 1 else self.namespace(self.site(index))
 
     def client_port(self, index: int) -> int:
         """SQL port of node `index`."""
@@ -117,11 +145,15 @@ class LabLayout:
 
     def server_options(self, index: int) -> dict[str, str]:
         """The [mysqld] options of node `index`; the wsrep_* ones make it a Galera node."""
-        peers = ",".join(f"127.0.0.1:{self.gmcast_port(i)}" for i in range(1, self.max_nodes + 1))
+        address = self.address(index)
+        peers = ",".join(
+            f"{self.address(i)}:{self.gmcast_port(i)}" for i in range(1, self.max_nodes + 1)
+        )
         provider_options = ";".join(
             (
-                f"gmcast.listen_addr=tcp://127.0.0.1:{self.gmcast_port(index)}",
-                f"ist.recv_addr=127.0.0.1:{self.ist_port(index)}",
+                f"gmcast.listen_addr=tcp://{address}:{self.gmcast_port(index)}",
+                f"gmcast.segment={self.site(index) - 1}",
+                f"ist.recv_addr={address}:{self.ist_port(index)}",
                 f"gcache.size={self.gcache_size}",
             )
         )
@@ -131,7 +163,7 @@ class LabLayout:
             "socket": str(self.socket(index)),
             "pid_file": str(self.node_dir(index) / "mariadbd.pid"),
             "port": str(self.client_port(index)),
-            "bind_address": "127.0.0.1",
+            "bind_address": address,
             "skip_name_resolve": "ON",
             "max_connections": str(self.max_connections),
             "binlog_format": "ROW",
@@ -145,10 +177,10 @@ class LabLayout:
             "wsrep_cluster_name": self.cluster_name,
             "wsrep_cluster_address": f"gcomm://{peers}",
             "wsrep_node_name": f"node{index}",
-            "wsrep_node_address": f"127.0.0.1:{self.gmcast_port(index)}",
-            "wsrep_node_incoming_address": f"127.0.0.1:{self.client_port(index)}",
+            "wsrep_node_address": f"{address}:{self.gmcast_port(index)}",
+            "wsrep_node_incoming_address": f"{address}:{self.client_port(index)}",
             "wsrep_sst_method": "rsync",
-            "wsrep_sst_receive_address": f"127.0.0.1:{self.sst_port(index)}",
+            "wsrep_sst_receive_address": f"{address}:{self.sst_port(index)}",
             "wsrep_provider_options": provider_options,
         }
 

@@ -16,6 +16,7 @@ every directory above a datadir must be traversable by `mysql` (the rsync SST ru
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -47,6 +48,8 @@ from worker.galera_sql import (
     node_health,
 )
 from worker.lab_layout import LAB_LAYOUT, SERVER_USER, LabLayout, port_busy
+from worker.wan.delay_proxy import Delay
+from worker.wan.sites import Wan
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +140,12 @@ class LabCluster:
 
     def __init__(self, layout: LabLayout = LAB_LAYOUT) -> None:
         self.layout = layout
+        self.wan = Wan(layout)
+        running_wan = self.wan.state()
+        if running_wan is not None and running_wan["sites"] != layout.sites:
+            # Another process put the nodes on two sites: they are there still.
+            self.layout = dataclasses.replace(layout, sites=int(running_wan["sites"]))
+            self.wan = Wan(self.layout)
         self._state_file = layout.base_dir / "lab.json"
         try:
             layout.base_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -188,13 +197,35 @@ class LabCluster:
             self._wait_cluster(running)
         check_healthy(self.nodes(), self.credentials)
 
+    def place(self, sites: int, delay: Delay) -> None:
+        """Put the nodes on `sites` sites (1 or 2) whose traffic between them takes `delay`.
+
+        Moving the nodes between one site and two stops them all (the next `resize` starts
+        them in their sites' namespaces, from their datadirs); on two sites a new delay
+        applies at once, to open connections too.
+        """
+        with self._locked():
+            if sites != self.layout.sites:
+                running = self._adopt()
+                for index in sorted(running, reverse=True):
+                    self._stop_node(index, running)
+                self.wan.down()
+                self.layout = dataclasses.replace(self.layout, sites=sites)
+                self.wan = Wan(self.layout)
+            if sites == 2:
+                self.wan.up(delay)
+
     def stop(self) -> None:
-        """Stop every node cleanly (last first) and forget the cluster's state file."""
+        """Stop every node cleanly (last first), the WAN between the sites with them, and
+        forget the cluster's state file."""
         with self._locked():
             running = self._adopt()
             for index in sorted(running, reverse=True):
                 self._stop_node(index, running)
             self._save(running)
+            self.wan.down()
+            self.layout = dataclasses.replace(self.layout, sites=1)
+            self.wan = Wan(self.layout)
 
     def reset(self) -> None:
         """Stop everything and wipe every datadir: the next resize starts from nothing."""
@@ -214,6 +245,8 @@ class LabCluster:
                 "name": node.name,
                 "index": index,
                 "pid": running[index],
+                "site": self.layout.site(index),
+                "netns": node.netns,
                 "host": node.host,
                 "client_port": node.port,
                 "gmcast_port": self.layout.gmcast_port(index),
@@ -241,6 +274,8 @@ class LabCluster:
         return {
             "base_dir": str(self.layout.base_dir),
             "cluster_name": self.layout.cluster_name,
+            "sites": self.layout.sites,
+            "wan": self.wan.state(),
             "user": self.credentials.user,
             "size": len(running),
             "healthy": healthy,
@@ -464,7 +499,10 @@ class LabCluster:
         return health_of(self.layout.node(index), status)
 
     def _wait_ports(self, index: int) -> None:
-        """Wait for node `index`'s ports to be free (a previous owner may still be closing)."""
+        """Wait for node `index`'s ports to be free (a previous owner may still be closing);
+        in a site's namespace they are the node's alone."""
+        if self.layout.netns(index) is not None:
+            return
         ports = self.layout.ports(index)
         deadline = time.monotonic() + _PORT_WAIT_S
         while busy := [port for port in ports if port_busy(port)]:
@@ -491,6 +529,7 @@ class LabCluster:
         argv = [MARIADBD, f"--defaults-file={config}"]
         if bootstrap:
             argv.append("--wsrep-new-cluster")
+        argv = self.layout.node(index).local_command(argv)
         with open(log_file, "wb") as output:
             # A session of its own: the node outlives this process and its terminal's signals.
             process = subprocess.Popen(

@@ -13,7 +13,10 @@ from httpx import ASGITransport, AsyncClient
 from app.main import create_app
 from app.queue import trial_queue
 from app.services import api_keys
+from app.target_specs import TargetSpec
 from client.processes import free_port
+from experiments.errors import DomainError
+from experiments.factors import FactorSpace
 
 SIMULATED = {
     "name": "three factors",
@@ -608,6 +611,66 @@ async def test_warehouses_need_the_tpcc_workload_and_at_least_one(api):
         ([tpcc, {**warehouses, "low": 0}], "factors.1", "warehouses is a number from 1 to 1000"),
         ([warehouses], "factors.0.name", "warehouses is an option of the tpcc workload"),
     ]:
+        refused = await api.post("/experiments", json=base | {"factors": factors})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"][0]
+        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+
+
+async def test_the_wan_factors_belong_to_the_lab_and_keep_to_their_ranges(api):
+    base = {"name": "two sites", "target": "lab", "design": {"kind": "full_factorial", "levels": 2},
+            "objective": {"response": "commit_latency_ms", "goal": "minimize"}}  # fmt: skip
+    nodes = {"name": "nodes", "kind": "integer", "levels": [2, 3]}
+    sites = {"name": "sites", "kind": "integer", "levels": [1, 2]}
+    rtt = {"name": "wan_rtt_ms", "kind": "continuous", "low": 0, "high": 100}
+    created = await create(api, base | {"factors": [nodes, sites, rtt]})
+    assert {(t["config"]["sites"], t["config"]["wan_rtt_ms"]) for t in created["trials"]} == {
+        (1, 0), (1, 100), (2, 0), (2, 100)
+    }  # fmt: skip
+    cases = [
+        ([nodes, sites, {**rtt, "high": 500}], "factors.2", "wan_rtt_ms is a number from 0 to 300"),
+        ([nodes, {**sites, "levels": [1, 3]}], "factors.1",
+         "sites is an integer factor from 1 to 2"),
+        ([{**nodes, "levels": [1, 2]}, sites], "constraints",
+         "split fewer nodes than sites (each site needs a node): add the constraint"
+         " 'sites <= nodes'"),
+        ([{**rtt, "high": 10}, {"name": "wan_jitter_ms", "kind": "continuous", "low": 0,
+          "high": 150}], "factors.1", "wan_jitter_ms is a number from 0 to 100"),
+    ]  # fmt: skip
+    for factors, field, words in cases:
+        refused = await api.post("/experiments", json=base | {"factors": factors})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"][0]
+        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+    # A real cluster's nodes stay where they are: only the lab moves them apart.
+    external = TargetSpec("dc", "external", {"nodes": [{"host": "db1"}, {"host": "db2"}]})
+    with pytest.raises(DomainError) as refused_name:
+        external.check_space(FactorSpace.from_dicts([nodes, sites]))
+    assert refused_name.value.field == "factors.1.name"
+    assert "target 'dc' (external) cannot set 'sites'" in refused_name.value.rule
+
+
+async def test_provider_options_are_factors_of_real_clusters_checked_at_submission(api):
+    base = {"name": "flow control", "target": "lab",
+            "design": {"kind": "full_factorial", "levels": 2},
+            "objective": {"response": "tps"}}  # fmt: skip
+    limit = {"name": "gcs.fc_limit", "kind": "integer", "low": 16, "high": 256}
+    factor = {"name": "gcs.fc_factor", "kind": "continuous", "low": 0.5, "high": 1.0}
+    created = await create(api, base | {"factors": [limit, factor]})
+    assert {t["config"]["gcs.fc_limit"] for t in created["trials"]} == {16, 256}
+    cases = [
+        ([{**limit, "name": "gcs.fc_limt"}], "factors.0.name",
+         "unknown Galera provider option gcs.fc_limt"),
+        ([{"name": "gcs.fc_limit", "kind": "categorical", "levels": ["16", "many"]}], "factors.0",
+         "gcs.fc_limit takes an integer"),
+        ([{**factor, "high": 2.0}], "factors.0", "gcs.fc_factor"),
+        ([{**limit, "kind": "continuous"}], "factors.0.kind", "make it an integer factor"),
+        ([{"name": "gcache.size", "kind": "categorical", "levels": ["128M", "1G"]}],
+         "factors.0.name", "restart-only settings are not factors yet"),
+        ([{"name": "gmcast.listen_addr", "kind": "categorical", "levels": ["tcp://10.0.0.1"]}],
+         "factors.0.name", "not a benchmark setting"),
+    ]  # fmt: skip
+    for factors, field, words in cases:
         refused = await api.post("/experiments", json=base | {"factors": factors})
         assert refused.status_code == 422, refused.text
         detail = refused.json()["detail"][0]

@@ -19,11 +19,12 @@ import tempfile
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.target_specs import CLUSTER_FACTORS, WORKLOAD_OPTIONS, WORKLOADS
+from app.provider_options import is_provider_option_name, provider_option, provider_value
+from app.target_specs import CLUSTER_FACTORS, WAN_FACTORS, WORKLOAD_OPTIONS, WORKLOADS
 from worker import galera_sql, sysbench
 from worker.targets import record
 from worker.targets.base import (
@@ -65,6 +66,11 @@ class TrialPlan:
     variables: dict[str, Value]
     load_nodes: int
     options: dict[str, Value]
+    sites: int = 1
+    wan_rtt_ms: float = 0.0
+    wan_jitter_ms: float = 0.0
+    # Galera provider options, written as the provider takes them.
+    provider_options: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class ClusterTarget(Target):
@@ -81,6 +87,8 @@ class ClusterTarget(Target):
         self.table_size = int(self.settings.get("table_size", 10_000))
         self.warmup_s = int(self.settings.get("warmup_s", 2))
         self.reprepare = bool(self.settings.get("reprepare", False))
+        # Single-row INSERTs timed on the writing node per trial, for commit_latency_ms.
+        self.commit_probes = int(self.settings.get("commit_probes", 20))
         # Values of the factors an experiment does not vary (settings.defaults overrides them).
         self.defaults: dict[str, Value] = {
             "nodes": 3,
@@ -94,11 +102,15 @@ class ClusterTarget(Target):
         # What each server variable a trial changed was before the first change: a later trial
         # that does not set it gets it back, so no setting leaks into the next experiment.
         self._server_values: dict[str, Value] = {}
+        self._provider_values: dict[str, str] = {}
         self._sysbench_version: str | None = None
 
     @abstractmethod
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """The nodes that receive client load for a trial on `count` nodes (ready to use)."""
+
+    def place(self, plan: TrialPlan) -> None:
+        """Put the nodes where the trial says (the lab's sites); a real cluster stays put."""
 
     def cluster_size(self, nodes: list[galera_sql.Node]) -> int:
         """The size every node must see throughout the trial: the nodes given (lab)."""
@@ -128,12 +140,33 @@ class ClusterTarget(Target):
             raise InfeasibleError(
                 f"load_nodes ({numbers['load_nodes']}) cannot exceed nodes ({numbers['nodes']})"
             )
+        wan = {name: merged.get(name, low) for name, (low, _) in WAN_FACTORS.items()}
+        for name, (low, high) in WAN_FACTORS.items():
+            value = wan[name]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InfeasibleError(f"{name} must be a number")
+            if not low <= value <= high:
+                raise InfeasibleError(f"{name} must be from {low:g} to {high:g}")
+        if wan["sites"] != int(wan["sites"]) or wan["sites"] > numbers["nodes"]:
+            raise InfeasibleError(
+                f"sites ({wan['sites']}) must be a whole number of sites, each with a node"
+                f" (nodes: {numbers['nodes']})"
+            )
         if numbers["runtime_s"] < MIN_RUNTIME_S:
             raise InfeasibleError(
                 f"runtime_s must be at least {MIN_RUNTIME_S} s: the steady state is estimated "
                 "from one-second interval reports"
             )
-        variables = {k: v for k, v in config.items() if k not in CLUSTER_FACTORS}
+        variables = {
+            k: v for k, v in config.items() if k not in CLUSTER_FACTORS and k not in WAN_FACTORS
+        }
+        provider = {}
+        for name in [k for k in variables if is_provider_option_name(k)]:
+            value = variables.pop(name)
+            try:
+                provider[name] = provider_value(provider_option(name), value)
+            except ValueError as error:
+                raise InfeasibleError(str(error)) from error
         if "wsrep_slave_threads" in config:
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
         owned = {name: w for w, names in WORKLOAD_OPTIONS.items() for name in names}
@@ -149,7 +182,16 @@ class ClusterTarget(Target):
                 "tpcc_scale": self.tpcc_scale,
                 "tpcc_warmup": self.warmup_s,
             }
-        return TrialPlan(workload=workload, variables=variables, options=options, **numbers)
+        return TrialPlan(
+            workload=workload,
+            variables=variables,
+            options=options,
+            sites=int(wan["sites"]),
+            wan_rtt_ms=float(wan["wan_rtt_ms"]),
+            wan_jitter_ms=float(wan["wan_jitter_ms"]),
+            provider_options=provider,
+            **numbers,
+        )
 
     def run(
         self,
@@ -164,12 +206,18 @@ class ClusterTarget(Target):
         try:
             # A resize is not interrupted (a half-joined node is worse than a late stop): the
             # cancellation is honoured between the phases and during every sysbench run.
+            self.place(plan)
             nodes = self.nodes_for(plan.nodes)
             check_cancelled(cancel)
             size = self.cluster_size(nodes)
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
-            self._set_variables(nodes, plan.variables)
+            self._set_remembered(nodes, plan.variables, self._server_values, galera_sql.set_globals)
+            self._set_remembered(
+                nodes, plan.provider_options, self._provider_values, galera_sql.set_provider_options
+            )
             self._prepare(nodes[0], plan, cancel)
+            # Timed on the idle cluster, as the published WAN study timed its INSERTs.
+            commit_ms = galera_sql.commit_latency_ms(nodes[0], self.credentials, self.commit_probes)
             argvs = self._run_commands(nodes, plan)
             # One snapshot of every node on each side of the run serves the responses and the
             # record alike (a second read would reset wsrep_local_recv_queue_avg again).
@@ -199,19 +247,26 @@ class ClusterTarget(Target):
         try:
             combined = sysbench.combine([sysbench.parse(output) for output in outputs])
             responses = _responses(combined, before, after, elapsed)
+            responses["commit_latency_ms"] = commit_ms
             if plan.workload == "tpcc":
                 responses |= _tpcc_responses(sysbench.tpcc_counts(outputs))
         except sysbench.SysbenchOutputError as error:
             raise TargetError(f"{error}: {raw_output[-2000:]}") from error
         return TrialResult(responses=responses, raw_output=raw_output, record=kept)
 
-    def _set_variables(self, nodes: list[galera_sql.Node], variables: Mapping[str, Value]) -> None:
-        """The trial's variables, and every other variable an earlier trial changed back at
-        its server value."""
-        restored = {n: v for n, v in self._server_values.items() if n not in variables}
-        before = galera_sql.set_globals(nodes, self.credentials, {**restored, **variables})
-        for name in variables:
-            self._server_values.setdefault(name, before[name])
+    def _set_remembered(
+        self,
+        nodes: list[galera_sql.Node],
+        wanted: Mapping[str, Any],
+        remembered: dict[str, Any],
+        setter: Callable[..., Mapping[str, Any]],
+    ) -> None:
+        """Set the trial's settings with `setter`, and every other one an earlier trial changed
+        back at the value it had before the first change (kept in `remembered`)."""
+        restored = {n: v for n, v in remembered.items() if n not in wanted}
+        before = setter(nodes, self.credentials, {**restored, **wanted})
+        for name in wanted:
+            remembered.setdefault(name, before[name])
 
     def _prepare(
         self, node: galera_sql.Node, plan: TrialPlan, cancel: threading.Event | None
@@ -263,9 +318,12 @@ class ClusterTarget(Target):
         """One sysbench run per client machine; clients go round the nodes that take load,
         the others only replicate."""
         loaded = nodes[: plan.load_nodes]
-        return [
-            sysbench.run_command(
-                self._connection(loaded[(client - 1) % len(loaded)], _database(plan, client)),
+        commands = []
+        for client in range(1, plan.clients + 1):
+            # A client machine sits in its node's site.
+            node = loaded[(client - 1) % len(loaded)]
+            argv = sysbench.run_command(
+                self._connection(node, _database(plan, client)),
                 workload=plan.workload,
                 threads=plan.threads_per_client,
                 time_s=plan.runtime_s,
@@ -274,8 +332,8 @@ class ClusterTarget(Target):
                 table_size=self.table_size,
                 options=plan.options,
             )
-            for client in range(1, plan.clients + 1)
-        ]
+            commands.append(node.local_command(argv))
+        return commands
 
     def _benchmark(
         self, argvs: list[list[str]], plan: TrialPlan, cancel: threading.Event | None

@@ -1,8 +1,9 @@
 """The `lab` target: a real Galera cluster of `mariadbd` processes on this machine's loopback.
 
 The worker starts it on the first trial, resizes it to each trial's node count (joins by
-SST/IST, clean shutdown of the last nodes) and reuses it between trials; `recover` resets it
-after a failed trial, `close` stops it when the worker exits.
+SST/IST, clean shutdown of the last nodes) and reuses it between trials; a trial on two sites
+moves the nodes into two network namespaces joined by an emulated WAN (`worker.wan`). `recover`
+resets it after a failed trial, `close` stops it when the worker exits.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any, ClassVar
 
 from worker import galera_sql, lab_layout, lab_supervisor
 from worker.targets.base import InfeasibleError
-from worker.targets.cluster import ClusterTarget
+from worker.targets.cluster import ClusterTarget, TrialPlan
+from worker.wan.delay_proxy import Delay
 
 LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
 
@@ -39,6 +41,10 @@ class LabTarget(ClusterTarget):
     def credentials(self) -> galera_sql.Credentials:
         """The user the lab created when it bootstrapped."""
         return self.cluster.credentials
+
+    def place(self, plan: TrialPlan) -> None:
+        """Split the nodes over the trial's sites, the WAN between them at its round trip."""
+        self.cluster.place(plan.sites, Delay(rtt_ms=plan.wan_rtt_ms, jitter_ms=plan.wan_jitter_ms))
 
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """Resize the running cluster to `count` nodes."""

@@ -1,0 +1,181 @@
+"""Two sites on the lab: real nodes in two network namespaces joined by the delay proxy.
+
+One lab serves the module (under /var/tmp on free ports, like tests/worker/test_galera.py);
+the trials run through `LabTarget` itself, as the worker runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from worker.galera_sql import global_status
+from worker.lab_layout import LabLayout, free_layout
+from worker.lab_supervisor import LabCluster
+from worker.targets.lab import LAYOUT_SETTINGS, LabTarget
+from worker.wan.sites import Wan
+
+pytestmark = pytest.mark.integration
+
+TRIAL = {
+    "nodes": 2,
+    "clients": 2,
+    "threads_per_client": 8,
+    "load_nodes": 1,
+    "workload": "oltp_write_only",
+    "runtime_s": 10,
+}
+
+
+@pytest.fixture(scope="module")
+def layout() -> Iterator[LabLayout]:
+    root = Path(f"/var/tmp/galera-doe-wan-{uuid.uuid4().hex[:8]}")
+    root.mkdir(mode=0o755)
+    shutil.chown(root, "mysql", "mysql")
+    layout = free_layout(root / "lab", max_nodes=3)
+    yield layout
+    LabCluster(layout).reset()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def settings_of(layout: LabLayout) -> dict[str, Any]:
+    """The `lab` target settings that describe `layout`."""
+    return {name: getattr(layout, name) for name in LAYOUT_SETTINGS} | {
+        "base_dir": str(layout.base_dir),
+        "warmup_s": 1,
+        "tables": 2,
+        "table_size": 1000,
+        "commit_probes": 10,
+    }
+
+
+@pytest.fixture(scope="module")
+def target(layout: LabLayout) -> Iterator[LabTarget]:
+    lab = LabTarget("lab", settings_of(layout))
+    yield lab
+    lab.close()
+
+
+def namespaces(layout: LabLayout) -> list[str]:
+    return [
+        name
+        for name in (layout.namespace(1), layout.namespace(2))
+        if Path(f"/run/netns/{name}").exists()
+    ]
+
+
+def listeners(netns: str) -> list[tuple[str, int]]:
+    """(local address, pid) of every listening TCP socket in `netns`."""
+    done = subprocess.run(
+        ["ip", "netns", "exec", netns, "ss", "-Htlnp"], capture_output=True, text=True, check=True
+    )
+    found = []
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        pid = int(fields[-1].split("pid=")[1].split(",")[0])
+        found.append((fields[3], pid))
+    return found
+
+
+def test_one_site_commits_in_milliseconds(target: LabTarget):
+    result = target.run(TRIAL | {"sites": 1}, run_key=1)
+    assert result.responses["commit_latency_ms"] < 20
+    assert result.record is not None and result.record["plan"]["sites"] == 1
+
+
+def test_two_sites_100_ms_apart_commit_in_one_round_trip_and_run_slower(
+    target: LabTarget, layout: LabLayout
+):
+    local = target.run(TRIAL | {"sites": 1}, run_key=2)
+    wan = target.run(TRIAL | {"sites": 2, "wan_rtt_ms": 100}, run_key=3)
+    print(
+        f"commit latency {wan.responses['commit_latency_ms']:.1f} ms; tps one site "
+        f"{local.responses['tps']:.0f}, two sites {wan.responses['tps']:.0f}"
+    )
+    assert 100 <= wan.responses["commit_latency_ms"] < 130, wan.responses
+    # The study's fact: the round trip caps what the same clients can commit.
+    assert wan.responses["tps"] < 0.5 * local.responses["tps"], (wan, local)
+    # Every node is in its site's namespace and sees the whole cluster in two segments.
+    nodes = target.cluster.nodes()
+    assert [n.netns for n in nodes] == [layout.namespace(1), layout.namespace(2)]
+    for node in nodes:
+        status = global_status(node, target.credentials, ["wsrep_cluster_size"])
+        assert status["wsrep_cluster_size"] == "2"
+    # In site 2, node 1's Galera ports are served by the proxy alone: nothing bypasses it.
+    proxy = Wan(target.cluster.layout).state()
+    assert proxy is not None and proxy["rtt_ms"] == 100
+    node1 = target.cluster.layout.address(1)
+    serving = {pid for address, pid in listeners(layout.namespace(2)) if address.startswith(node1)}
+    assert node1 != "127.0.0.1"
+    assert serving == {proxy["pid"]}
+
+
+def test_a_new_round_trip_applies_without_moving_the_nodes(target: LabTarget):
+    def pids() -> list[int]:
+        return [node["pid"] for node in target.cluster.status()["nodes"]]
+
+    before = pids()
+    nearer = target.run(TRIAL | {"sites": 2, "wan_rtt_ms": 0}, run_key=4)
+    assert nearer.responses["commit_latency_ms"] < 20
+    assert pids() == before
+
+
+def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed(
+    layout: LabLayout, target: LabTarget, tmp_path: Path
+):
+    target.close()
+    assert not namespaces(layout)
+    # A worker that put the nodes on two sites dies without a word.
+    script = (
+        "import sys; from worker.lab_supervisor import LabCluster; "
+        "from worker.targets.lab import layout_from; from worker.wan.delay_proxy import Delay; "
+        "import json; lab = LabCluster(layout_from(json.loads(sys.argv[1]))); "
+        "lab.place(2, Delay(rtt_ms=20)); lab.resize(2); print('up', flush=True); "
+        "import time; time.sleep(600)"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script, json.dumps(settings_of(layout))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "up"
+        state = Wan(LabCluster(layout).layout).state()
+        assert state is not None and len(namespaces(layout)) == 2
+        nodes = json.loads((layout.base_dir / "lab.json").read_text())["nodes"]
+    finally:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(
+        yaml.safe_dump(
+            {"targets": [{"name": "lab", "kind": "lab", "settings": settings_of(layout)}]}
+        )
+    )
+    down = subprocess.run(
+        [sys.executable, "-m", "worker.lab", "down"],
+        env=os.environ | {"GALERA_DOE_TARGETS_FILE": str(targets)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert down.returncode == 0, down.stderr
+    deadline = time.monotonic() + 10
+    pids = [state["pid"], *(node["pid"] for node in nodes)]
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    assert not namespaces(layout)
+    assert not (layout.base_dir / "wan.json").exists()
