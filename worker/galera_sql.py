@@ -407,16 +407,23 @@ def set_provider_options(
 
 
 def _set_provider(node: Node, credentials: Credentials, options: Mapping[str, str]) -> None:
-    text = ";".join(f"{name}={value}" for name, value in options.items())
+    """Set the options one by one, in as many passes as it takes: some bound each other (the
+    provider refuses evs.user_send_window above the running evs.send_window), so raising both
+    needs one order and lowering both the other."""
+    pending = dict(options)
     with _cursor(node, credentials, timeout=30.0) as cursor:
-        try:
-            cursor.execute("SET GLOBAL wsrep_provider_options = %s", (text,))
-        except pymysql.MySQLError as error:
-            if error.args and error.args[0] in _VARIABLE_ERRORS:
-                raise VariableError(
-                    f"wsrep_provider_options '{text}' refused by {node.name}: {error.args[1]}"
-                ) from error
-            raise
+        while pending:
+            refused: dict[str, str] = {}
+            for name, value in pending.items():
+                try:
+                    cursor.execute("SET GLOBAL wsrep_provider_options = %s", (f"{name}={value}",))
+                except pymysql.MySQLError as error:
+                    if not (error.args and error.args[0] in _VARIABLE_ERRORS):
+                        raise
+                    refused[name] = f"{name}={value} refused by {node.name}: {error.args[1]}"
+            if len(refused) == len(pending):
+                raise VariableError("; ".join(refused.values()))
+            pending = {name: pending[name] for name in refused}
         actual = parse_provider_options(str(_read_global(cursor, "wsrep_provider_options")))
     for name, value in options.items():
         if _option_value(actual.get(name, "")) != _option_value(value):

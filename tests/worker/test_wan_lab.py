@@ -1,4 +1,5 @@
-"""Two sites on the lab: real nodes in two network namespaces joined by the delay proxy.
+"""Provider options and two sites on the lab: real nodes, some in two network namespaces joined
+by the delay proxy.
 
 One lab serves the module (under /var/tmp on free ports, like tests/worker/test_galera.py);
 the trials run through `LabTarget` itself, as the worker runs them.
@@ -21,9 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.galera_sql import global_status
+from worker.galera_sql import global_status, provider_options
 from worker.lab_layout import LabLayout, free_layout
 from worker.lab_supervisor import LabCluster
+from worker.targets.base import InfeasibleError
 from worker.targets.lab import LAYOUT_SETTINGS, LabTarget
 from worker.wan.sites import Wan
 
@@ -93,6 +95,27 @@ def test_one_site_commits_in_milliseconds(target: LabTarget):
     result = target.run(TRIAL | {"sites": 1}, run_key=1)
     assert result.responses["commit_latency_ms"] < 20
     assert result.record is not None and result.record["plan"]["sites"] == 1
+
+
+def test_provider_options_read_back_on_every_node_and_are_set_back_after(target: LabTarget):
+    # Raising both windows needs evs.send_window first, lowering them the other order.
+    wide = {"evs.user_send_window": 512, "evs.send_window": 512, "gcs.fc_limit": 256}
+    result = target.run(TRIAL | {"sites": 1, "nodes": 2, **wide}, run_key=5)
+    for node in target.cluster.nodes():
+        options = provider_options(node, target.credentials)
+        assert {name: options[name] for name in wide} == {n: str(v) for n, v in wide.items()}
+    assert result.record is not None
+    assert result.record["plan"]["provider_options"] == {n: str(v) for n, v in wide.items()}
+    target.run(TRIAL | {"sites": 1, "nodes": 2}, run_key=6)
+    defaults = {"evs.user_send_window": "2", "evs.send_window": "4", "gcs.fc_limit": "16"}
+    for node in target.cluster.nodes():
+        options = provider_options(node, target.credentials)
+        assert {name: options[name] for name in wide} == defaults
+
+
+def test_a_provider_option_the_running_provider_refuses_is_infeasible(target: LabTarget):
+    with pytest.raises(InfeasibleError, match=r"evs\.user_send_window=8 refused by node1"):
+        target.run(TRIAL | {"sites": 1, "nodes": 2, "evs.user_send_window": 8}, run_key=7)
 
 
 def test_two_sites_100_ms_apart_commit_in_one_round_trip_and_run_slower(
