@@ -124,6 +124,13 @@ DEFAULT_TARGETS: tuple[dict[str, Any], ...] = (
 )
 
 
+# Lab factors whose change restarts nodes, and what the change does.
+_RESTARTING_FACTORS = {
+    "nodes": "the cluster is resized per whole plot",
+    "sites": "the nodes move between one site and two per whole plot",
+}
+
+
 class TargetsFileError(ValueError):
     """The operator's targets file is malformed."""
 
@@ -157,19 +164,22 @@ class TargetSpec:
         return self.kind in SERVER_VARIABLE_KINDS
 
     def prepared_space(self, space: FactorSpace) -> tuple[FactorSpace, list[str]]:
-        """Check the space (`check_space`); on the lab, `nodes` becomes hard to change, because
-        resizing the cluster is the costly change, so trials run whole plot by whole plot."""
+        """Check the space (`check_space`); on the lab, `nodes` and `sites` become hard to
+        change, because resizing the cluster and moving its nodes between sites restart nodes,
+        so trials run whole plot by whole plot."""
         self.check_space(space)
-        if self.kind != "lab" or "nodes" not in space.names or space["nodes"].hard_to_change:
+        if self.kind != "lab":
+            return space, []
+        costly = {name: why for name, why in _RESTARTING_FACTORS.items() if name in space.names}
+        made = [name for name in costly if not space[name].hard_to_change]
+        if not made:
             return space, []
         factors = tuple(
-            dataclasses.replace(f, hard_to_change=True) if f.name == "nodes" else f
+            dataclasses.replace(f, hard_to_change=True) if f.name in made else f
             for f in space.factors
         )
-        note = (
-            "nodes is treated as hard to change on the lab: the cluster is resized per whole plot"
-        )
-        return FactorSpace(factors), [note]
+        notes = [f"{name} is treated as hard to change on the lab: {costly[name]}" for name in made]
+        return FactorSpace(factors), notes
 
     def check_space(self, space: FactorSpace) -> None:
         """Raise naming the first factor this target cannot set, or a workload it cannot run."""

@@ -185,8 +185,7 @@ class LabCluster:
         _check_traversable(self.layout.base_dir, SERVER_USER)
         with self._locked():
             running = self._adopt()
-            for index in sorted((i for i in running if i > count), reverse=True):
-                self._stop_node(index, running)
+            self._stop_nodes([i for i in running if i > count], running)
             if count == 0:
                 return
             if not running:
@@ -207,8 +206,7 @@ class LabCluster:
         with self._locked():
             if sites != self.layout.sites:
                 running = self._adopt()
-                for index in sorted(running, reverse=True):
-                    self._stop_node(index, running)
+                self._stop_nodes(list(running), running)
                 self.wan.down()
                 self.layout = dataclasses.replace(self.layout, sites=sites)
                 self.wan = Wan(self.layout)
@@ -220,8 +218,7 @@ class LabCluster:
         forget the cluster's state file."""
         with self._locked():
             running = self._adopt()
-            for index in sorted(running, reverse=True):
-                self._stop_node(index, running)
+            self._stop_nodes(list(running), running)
             self._save(running)
             self.wan.down()
             self.layout = dataclasses.replace(self.layout, sites=1)
@@ -604,6 +601,18 @@ class LabCluster:
                     f"{_tail(self.layout.log_file(index))}"
                 )
             time.sleep(_POLL_S)
+
+    def _stop_nodes(self, indexes: list[int], running: dict[int, int]) -> None:
+        """Stop the nodes, last first, each after the others have seen the previous one leave:
+        only the last node of a component that knows it is alone may bootstrap the next
+        cluster, and across a WAN a leave takes round trips to agree on."""
+        for index in sorted(indexes, reverse=True):
+            self._stop_node(index, running)
+            if running:
+                try:
+                    self._wait_cluster(running)
+                except GaleraError as error:
+                    log.warning("stopping the lab's nodes: %s", error)
 
     def _stop_node(self, index: int, running: dict[int, int]) -> None:
         """Shut node `index` down cleanly (SIGTERM by pid); SIGKILL if it hangs past the timeout."""

@@ -624,6 +624,8 @@ async def test_the_wan_factors_belong_to_the_lab_and_keep_to_their_ranges(api):
     sites = {"name": "sites", "kind": "integer", "levels": [1, 2]}
     rtt = {"name": "wan_rtt_ms", "kind": "continuous", "low": 0, "high": 100}
     created = await create(api, base | {"factors": [nodes, sites, rtt]})
+    assert "sites is treated as hard to change on the lab" in " ".join(created["design_notes"])
+    assert all(t["whole_plot"] is not None for t in created["trials"])
     assert {(t["config"]["sites"], t["config"]["wan_rtt_ms"]) for t in created["trials"]} == {
         (1, 0), (1, 100), (2, 0), (2, 100)
     }  # fmt: skip

@@ -27,6 +27,7 @@ from worker.lab_layout import LabLayout, free_layout
 from worker.lab_supervisor import LabCluster
 from worker.targets.base import InfeasibleError
 from worker.targets.lab import LAYOUT_SETTINGS, LabTarget
+from worker.wan.delay_proxy import Delay
 from worker.wan.sites import Wan
 
 pytestmark = pytest.mark.integration
@@ -153,6 +154,16 @@ def test_a_new_round_trip_applies_without_moving_the_nodes(target: LabTarget):
     nearer = target.run(TRIAL | {"sites": 2, "wan_rtt_ms": 0}, run_key=4)
     assert nearer.responses["commit_latency_ms"] < 20
     assert pids() == before
+
+
+def test_leaving_two_sites_the_last_node_leaves_cleanly_and_the_cluster_comes_back(
+    target: LabTarget,
+):
+    target.cluster.place(1, Delay())
+    # Each node waited for the others to see the previous one leave: node 1 knew it was last.
+    grastate = (target.cluster.layout.datadir(1) / "grastate.dat").read_text()
+    assert "safe_to_bootstrap: 1" in grastate
+    assert target.run(TRIAL | {"sites": 1}, run_key=8).responses["commit_latency_ms"] < 20
 
 
 def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed(
