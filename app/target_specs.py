@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from app.provider_options import is_provider_option_name, provider_option, provider_value
+from app.restart_settings import config_value, is_restart_only
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
 
@@ -41,6 +42,8 @@ MEASURED_RESPONSES: tuple[str, ...] = (
     "cert_deps_distance",
     # The median single-row autocommit INSERT on the writing node, timed before the run.
     "commit_latency_ms",
+    # The seconds the trial's restart-only settings took to apply (0: no restart).
+    "restart_s",
     "tps_steady",
     "tps_se",
     "latency_p95_steady_ms",
@@ -163,14 +166,33 @@ class TargetSpec:
         """Whether factors may name dynamic server variables (real clusters)."""
         return self.kind in SERVER_VARIABLE_KINDS
 
+    @property
+    def restartable(self) -> bool:
+        """Whether restart-only settings can be factors: the lab restarts its own nodes, an
+        external target needs a restart command for every node."""
+        listed = self.settings.get("nodes")
+        return self.kind == "lab" or (
+            self.kind == "external"
+            and isinstance(listed, list)
+            and all(isinstance(n, Mapping) and n.get("restart") for n in listed)
+        )
+
     def prepared_space(self, space: FactorSpace) -> tuple[FactorSpace, list[str]]:
-        """Check the space (`check_space`); on the lab, `nodes` and `sites` become hard to
-        change, because resizing the cluster and moving its nodes between sites restart nodes,
-        so trials run whole plot by whole plot."""
+        """Check the space (`check_space`); factors whose change restarts nodes become hard to
+        change (on the lab `nodes` and `sites` too), so trials run whole plot by whole plot and
+        the restarts are as few as the design allows."""
         self.check_space(space)
-        if self.kind != "lab":
-            return space, []
-        costly = {name: why for name, why in _RESTARTING_FACTORS.items() if name in space.names}
+        costly = {
+            name: why
+            for name, why in _RESTARTING_FACTORS.items()
+            if self.kind == "lab" and name in space.names
+        }
+        if self.accepts_server_variables:
+            costly |= {
+                name: "its change restarts every node, one at a time, per whole plot"
+                for name in space.names
+                if is_restart_only(name)
+            }
         made = [name for name in costly if not space[name].hard_to_change]
         if not made:
             return space, []
@@ -178,7 +200,8 @@ class TargetSpec:
             dataclasses.replace(f, hard_to_change=True) if f.name in made else f
             for f in space.factors
         )
-        notes = [f"{name} is treated as hard to change on the lab: {costly[name]}" for name in made]
+        where = "the lab" if self.kind == "lab" else f"target '{self.name}'"
+        notes = [f"{name} is treated as hard to change on {where}: {costly[name]}" for name in made]
         return FactorSpace(factors), notes
 
     def check_space(self, space: FactorSpace) -> None:
@@ -195,10 +218,7 @@ class TargetSpec:
                     f"target '{self.name}' ({self.kind}) cannot set '{factor.name}': only a lab"
                     " target can move its nodes apart",
                 )
-            if self.accepts_server_variables and is_provider_option_name(factor.name):
-                check_provider_factor(i, factor)
-                continue
-            if self.accepts_server_variables and SERVER_VARIABLE.match(factor.name):
+            if self.accepts_server_variables and self._check_setting(i, factor):
                 continue
             also = (
                 ", a dynamic server variable or a Galera provider option"
@@ -223,6 +243,24 @@ class TargetSpec:
             self.check_workload_options(space)
         if self.kind == "lab":
             self.check_wan(space)
+
+    def _check_setting(self, i: int, factor: Factor) -> bool:
+        """Whether `factor` names a server setting of a real cluster (a server variable or a
+        provider option); raise when it is one this target cannot set to its values."""
+        if not (is_provider_option_name(factor.name) or SERVER_VARIABLE.match(factor.name)):
+            return False
+        restart = is_restart_only(factor.name)
+        if restart and not self.restartable:
+            raise DomainError(
+                f"factors.{i}.name",
+                f"{factor.name} takes effect only when the nodes restart, and target"
+                f" '{self.name}' has no restart command for every node (settings.nodes[].restart)",
+            )
+        if is_provider_option_name(factor.name):
+            check_provider_factor(i, factor)
+        elif restart:
+            check_config_values(i, factor)
+        return True
 
     def check_load_nodes(self, space: FactorSpace) -> None:
         """Raise unless `load_nodes` is a whole number from 1 that cannot exceed `nodes` (the
@@ -323,12 +361,6 @@ def check_provider_factor(i: int, factor: Factor) -> None:
         option = provider_option(factor.name)
     except ValueError as error:
         raise DomainError(f"factors.{i}.name", str(error)) from None
-    if option.tunable and not option.dynamic:
-        raise DomainError(
-            f"factors.{i}.name",
-            f"{factor.name} takes effect only when the nodes restart, and restart-only settings"
-            " are not factors yet",
-        )
     if option.kind == "integer" and factor.kind == "continuous":
         raise DomainError(
             f"factors.{i}.kind", f"{factor.name} takes whole numbers: make it an integer factor"
@@ -339,6 +371,15 @@ def check_provider_factor(i: int, factor: Factor) -> None:
         except ValueError as error:
             field_name = f"factors.{i}" if option.tunable else f"factors.{i}.name"
             raise DomainError(field_name, str(error)) from None
+
+
+def check_config_values(i: int, factor: Factor) -> None:
+    """Raise unless every value `factor` takes can stand in an option file."""
+    for value in factor.levels if factor.levels is not None else factor.bounds:
+        try:
+            config_value(factor.name, value)
+        except ValueError as error:
+            raise DomainError(f"factors.{i}", str(error)) from None
 
 
 def load_targets(path: Path | None) -> dict[str, TargetSpec]:

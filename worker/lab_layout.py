@@ -46,6 +46,9 @@ class LabLayout:
     max_connections: int = 1024  # benchmark clients x threads may all land on one node
     timeout_s: float = 60.0
     sites: int = 1
+    # Restart-only settings every node starts with: server variables as option lines, Galera
+    # provider options (dotted names) appended to wsrep_provider_options.
+    settings: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_dir", Path(self.base_dir))
@@ -149,14 +152,15 @@ class LabLayout:
         peers = ",".join(
             f"{self.address(i)}:{self.gmcast_port(i)}" for i in range(1, self.max_nodes + 1)
         )
-        provider_options = ";".join(
-            (
-                f"gmcast.listen_addr=tcp://{address}:{self.gmcast_port(index)}",
-                f"gmcast.segment={self.site(index) - 1}",
-                f"ist.recv_addr={address}:{self.ist_port(index)}",
-                f"gcache.size={self.gcache_size}",
-            )
-        )
+        settings = dict(self.settings)
+        provider = {
+            "gmcast.listen_addr": f"tcp://{address}:{self.gmcast_port(index)}",
+            "gmcast.segment": str(self.site(index) - 1),
+            "ist.recv_addr": f"{address}:{self.ist_port(index)}",
+            "gcache.size": self.gcache_size,
+        } | {name: value for name, value in settings.items() if "." in name}
+        provider_options = ";".join(f"{name}={value}" for name, value in provider.items())
+        variables = {name: value for name, value in settings.items() if "." not in name}
         return {
             "user": SERVER_USER,
             "datadir": str(self.datadir(index)),
@@ -182,7 +186,12 @@ class LabLayout:
             "wsrep_sst_method": "rsync",
             "wsrep_sst_receive_address": f"{address}:{self.sst_port(index)}",
             "wsrep_provider_options": provider_options,
-        }
+        } | variables
+
+    def config_text(self, index: int) -> str:
+        """The option file node `index` starts with."""
+        lines = [f"{key}={value}" for key, value in self.server_options(index).items()]
+        return "[mysqld]\n" + "\n".join(lines) + "\n"
 
 
 LAB_LAYOUT = LabLayout()

@@ -42,6 +42,7 @@ from worker.galera_sql import (
     GaleraError,
     Node,
     NodeHealth,
+    VariableError,
     check_healthy,
     cursor_of,
     health_of,
@@ -99,6 +100,14 @@ def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     except OSError as error:
         return f"(no log: {error})"
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _read(path: Path) -> str:
+    """A file's text, '' when there is none."""
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def _grastate(datadir: Path) -> dict[str, str]:
@@ -212,6 +221,39 @@ class LabCluster:
                 self.wan = Wan(self.layout)
             if sites == 2:
                 self.wan.up(delay)
+
+    def configure(self, settings: Mapping[str, str]) -> float:
+        """Run every node with the restart-only `settings` (server variables, provider options
+        with dotted names): a rolling restart of the nodes whose option file differs, one at a
+        time, each back in the cluster (by IST) before the next stops, so the cluster stays
+        Primary; a single node is restarted as a new cluster. Returns the seconds the restarts
+        took, 0 when none was needed. VariableError when a node does not start with them.
+        """
+        with self._locked():
+            self.layout = dataclasses.replace(self.layout, settings=tuple(sorted(settings.items())))
+            self.wan = Wan(self.layout)
+            running = self._adopt()
+            stale = [
+                index
+                for index in sorted(running)
+                if _read(self.layout.config_file(index)) != self.layout.config_text(index)
+            ]
+            if not stale:
+                return 0.0
+            started = time.monotonic()
+            try:
+                if len(running) == 1:
+                    self._stop_node(stale[0], running)
+                    self._bootstrap(running)
+                else:
+                    for index in stale:
+                        self._stop_node(index, running)
+                        self._start(index, running, bootstrap=False)
+            except _NodeExitedError as error:
+                asked = ", ".join(f"{name}={value}" for name, value in settings.items())
+                raise VariableError(f"a node does not start with {asked}: {error}") from error
+            log.info("restarted %d node(s) in %.1f s", len(stale), time.monotonic() - started)
+            return time.monotonic() - started
 
     def stop(self) -> None:
         """Stop every node cleanly (last first), the WAN between the sites with them, and
@@ -514,8 +556,7 @@ class LabCluster:
         """Start node `index` and wait until it is Synced in a cluster of all running nodes."""
         self._make_dirs(index)
         config = self.layout.config_file(index)
-        lines = [f"{key}={value}" for key, value in self.layout.server_options(index).items()]
-        config.write_text("[mysqld]\n" + "\n".join(lines) + "\n")
+        config.write_text(self.layout.config_text(index))
         # The saved primary component is for nodes restarting on their own; the lab decides
         # who bootstraps and who joins, and a stale view would only delay the join.
         (self.layout.datadir(index) / "gvwstate.dat").unlink(missing_ok=True)

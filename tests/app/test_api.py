@@ -652,6 +652,40 @@ async def test_the_wan_factors_belong_to_the_lab_and_keep_to_their_ranges(api):
     assert "target 'dc' (external) cannot set 'sites'" in refused_name.value.rule
 
 
+async def test_restart_only_settings_are_hard_to_change_factors_where_nodes_can_restart(api):
+    base = {"name": "restarts", "target": "lab", "design": {"kind": "full_factorial"},
+            "objective": {"response": "tps"}}  # fmt: skip
+    gcache = {"name": "gcache.size", "kind": "categorical", "levels": ["64M", "256M"]}
+    flush = {"name": "innodb_flush_method", "kind": "categorical", "levels": ["fsync", "O_DIRECT"]}
+    threads = {"name": "threads_per_client", "kind": "integer", "levels": [2, 8]}
+    created = await create(api, base | {"factors": [gcache, flush, threads]})
+    notes = " ".join(created["design_notes"])
+    assert "gcache.size is treated as hard to change on the lab" in notes
+    assert "innodb_flush_method is treated as hard to change on the lab" in notes
+    # Whole plots hold the restart-only settings: 4 of them, each with both thread counts.
+    plots = {}
+    for trial in created["trials"]:
+        key = (trial["config"]["gcache.size"], trial["config"]["innodb_flush_method"])
+        plots.setdefault(trial["whole_plot"], set()).add(key)
+    assert len(plots) == 4 and all(len(keys) == 1 for keys in plots.values())
+    nodes = [{"host": "db1"}, {"host": "db2"}]
+    restarting = [n | {"restart": ["restart-db"]} for n in nodes]
+    for settings, refused in [({"nodes": nodes}, True), ({"nodes": restarting}, False)]:
+        spec = TargetSpec("dc", "external", settings)
+        if refused:
+            with pytest.raises(DomainError) as caught:
+                spec.check_space(FactorSpace.from_dicts([gcache]))
+            assert caught.value.field == "factors.0.name"
+            assert "no restart command for every node" in caught.value.rule
+        else:
+            space, notes = spec.prepared_space(FactorSpace.from_dicts([gcache]))
+            assert space["gcache.size"].hard_to_change
+            assert notes == [
+                "gcache.size is treated as hard to change on target 'dc': its change restarts"
+                " every node, one at a time, per whole plot"
+            ]
+
+
 async def test_provider_options_are_factors_of_real_clusters_checked_at_submission(api):
     base = {"name": "flow control", "target": "lab",
             "design": {"kind": "full_factorial", "levels": 2},
@@ -667,8 +701,8 @@ async def test_provider_options_are_factors_of_real_clusters_checked_at_submissi
          "gcs.fc_limit takes an integer"),
         ([{**factor, "high": 2.0}], "factors.0", "gcs.fc_factor"),
         ([{**limit, "kind": "continuous"}], "factors.0.kind", "make it an integer factor"),
-        ([{"name": "gcache.size", "kind": "categorical", "levels": ["128M", "1G"]}],
-         "factors.0.name", "restart-only settings are not factors yet"),
+        ([{"name": "innodb_flush_method", "kind": "categorical", "levels": ["fsync", "O DIRECT"]}],
+         "factors.0", "innodb_flush_method takes a value of at most 64 letters"),
         ([{"name": "gmcast.listen_addr", "kind": "categorical", "levels": ["tcp://10.0.0.1"]}],
          "factors.0.name", "not a benchmark setting"),
     ]  # fmt: skip

@@ -1,5 +1,5 @@
-"""Provider options and two sites on the lab: real nodes, some in two network namespaces joined
-by the delay proxy.
+"""Provider options, restart-only settings and two sites on the lab: real nodes, restarted one
+at a time, some in two network namespaces joined by the delay proxy.
 
 One lab serves the module (under /var/tmp on free ports, like tests/worker/test_galera.py);
 the trials run through `LabTarget` itself, as the worker runs them.
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.galera_sql import global_status, provider_options
+from worker.galera_sql import global_status, global_variables, provider_options
 from worker.lab_layout import LabLayout, free_layout
 from worker.lab_supervisor import LabCluster
 from worker.targets.base import InfeasibleError
@@ -117,6 +117,43 @@ def test_provider_options_read_back_on_every_node_and_are_set_back_after(target:
 def test_a_provider_option_the_running_provider_refuses_is_infeasible(target: LabTarget):
     with pytest.raises(InfeasibleError, match=r"evs\.user_send_window=8 refused by node1"):
         target.run(TRIAL | {"sites": 1, "nodes": 2, "evs.user_send_window": 8}, run_key=7)
+
+
+def test_a_restart_only_setting_restarts_the_nodes_only_when_it_changes(target: LabTarget):
+    def settings_everywhere() -> set[tuple[str, str]]:
+        found = set()
+        for node in target.cluster.nodes():
+            options = provider_options(node, target.credentials)
+            log_buffer = global_variables(node, target.credentials, ["innodb_log_buffer_size"])
+            found.add((options["gcache.size"], log_buffer["innodb_log_buffer_size"]))
+        return found
+
+    first = {"gcache.size": "64M", "innodb_log_buffer_size": 8 << 20}
+    ran = target.run(TRIAL | {"sites": 1, **first}, run_key=9)
+    assert ran.responses["restart_s"] > 0
+    assert settings_everywhere() == {("64M", str(8 << 20))}
+    again = target.run(TRIAL | {"sites": 1, **first}, run_key=10)
+    assert again.responses["restart_s"] == 0
+    second = {"gcache.size": "48M", "innodb_log_buffer_size": 16 << 20}
+    changed = target.run(TRIAL | {"sites": 1, **second}, run_key=11)
+    assert changed.responses["restart_s"] > 0
+    assert settings_everywhere() == {("48M", str(16 << 20))}
+    # Primary and whole after each: every trial checks health before and after its run.
+    assert changed.record is not None
+    assert changed.record["plan"]["restart_settings"] == {
+        "gcache.size": "48M",
+        "innodb_log_buffer_size": str(16 << 20),
+    }
+    back = target.run(TRIAL | {"sites": 1}, run_key=12)
+    assert back.responses["restart_s"] > 0
+    # Without the factor the nodes run the lab's own configuration again.
+    assert {gcache for gcache, _ in settings_everywhere()} == {target.cluster.layout.gcache_size}
+
+
+def test_a_restart_only_value_the_server_refuses_is_infeasible(target: LabTarget):
+    with pytest.raises(InfeasibleError, match="does not start with innodb_flush_method=no_such"):
+        target.run(TRIAL | {"sites": 1, "innodb_flush_method": "no_such"}, run_key=13)
+    target.recover()
 
 
 def test_two_sites_100_ms_apart_commit_in_one_round_trip_and_run_slower(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.provider_options import is_provider_option_name, provider_option, provider_value
+from app.restart_settings import config_value, is_restart_only
 from app.target_specs import CLUSTER_FACTORS, WAN_FACTORS, WORKLOAD_OPTIONS, WORKLOADS
 from worker import galera_sql, sysbench
 from worker.targets import record
@@ -71,6 +72,8 @@ class TrialPlan:
     wan_jitter_ms: float = 0.0
     # Galera provider options, written as the provider takes them.
     provider_options: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Settings the nodes read only when they start (server variables, provider options).
+    restart_settings: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class ClusterTarget(Target):
@@ -111,6 +114,11 @@ class ClusterTarget(Target):
 
     def place(self, plan: TrialPlan) -> None:
         """Put the nodes where the trial says (the lab's sites); a real cluster stays put."""
+
+    @abstractmethod
+    def restart_with(self, settings: Mapping[str, str]) -> float:
+        """Run the nodes with the restart-only `settings` (restarting them when those differ
+        from what they run with); the seconds the restarts took, 0 without one."""
 
     def cluster_size(self, nodes: list[galera_sql.Node]) -> int:
         """The size every node must see throughout the trial: the nodes given (lab)."""
@@ -160,13 +168,18 @@ class ClusterTarget(Target):
         variables = {
             k: v for k, v in config.items() if k not in CLUSTER_FACTORS and k not in WAN_FACTORS
         }
-        provider = {}
-        for name in [k for k in variables if is_provider_option_name(k)]:
+        provider, restart = {}, {}
+        for name in [k for k in variables if is_provider_option_name(k) or is_restart_only(k)]:
             value = variables.pop(name)
             try:
-                provider[name] = provider_value(provider_option(name), value)
+                text = (
+                    provider_value(provider_option(name), value)
+                    if is_provider_option_name(name)
+                    else config_value(name, value)
+                )
             except ValueError as error:
                 raise InfeasibleError(str(error)) from error
+            (restart if is_restart_only(name) else provider)[name] = text
         if "wsrep_slave_threads" in config:
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
         owned = {name: w for w, names in WORKLOAD_OPTIONS.items() for name in names}
@@ -190,6 +203,7 @@ class ClusterTarget(Target):
             wan_rtt_ms=float(wan["wan_rtt_ms"]),
             wan_jitter_ms=float(wan["wan_jitter_ms"]),
             provider_options=provider,
+            restart_settings=restart,
             **numbers,
         )
 
@@ -207,6 +221,8 @@ class ClusterTarget(Target):
             # A resize is not interrupted (a half-joined node is worse than a late stop): the
             # cancellation is honoured between the phases and during every sysbench run.
             self.place(plan)
+            # Before a resize: nodes it starts must start with the settings already.
+            restart_s = self.restart_with(plan.restart_settings)
             nodes = self.nodes_for(plan.nodes)
             check_cancelled(cancel)
             size = self.cluster_size(nodes)
@@ -248,6 +264,7 @@ class ClusterTarget(Target):
             combined = sysbench.combine([sysbench.parse(output) for output in outputs])
             responses = _responses(combined, before, after, elapsed)
             responses["commit_latency_ms"] = commit_ms
+            responses["restart_s"] = restart_s
             if plan.workload == "tpcc":
                 responses |= _tpcc_responses(sysbench.tpcc_counts(outputs))
         except sysbench.SysbenchOutputError as error:
