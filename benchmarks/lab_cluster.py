@@ -3,10 +3,13 @@
 Run `python benchmarks/lab_cluster.py` as root (the nodes run as the mysql user). In a directory
 of its own under /var/tmp, on free ports, so a running lab is never touched, it times through
 `LabCluster.resize`: 3 nodes from nothing (datadir initialisation, bootstrap, two SST joins;
-target 20 s), adding a 4th node (rsync SST; 10 s), removing it (clean shutdown; 10 s) and adding
-it back (IST; 10 s). The baseline, measured in the same run, starts one plain mariadbd (no wsrep)
-on node 1's initialised datadir with the same InnoDB settings, until it accepts a connection
-(best of 3): the ratio is what Galera's joins and state transfers cost beyond starting servers.
+target 20 s), adding a 4th node (rsync SST; 10 s), removing it (clean shutdown; 10 s), adding
+it back (IST; 10 s), a rolling restart of the 4 nodes with a restart-only setting (gcache.size;
+10 s per node), and moving them to two sites 100 ms apart and back (namespaces, the delay proxy,
+every node restarted; 40 s each way). The baseline, measured in the same run, starts one plain
+mariadbd (no wsrep) on node 1's initialised datadir with the same InnoDB settings, until it
+accepts a connection (best of 3): the ratio is what Galera's joins and state transfers cost
+beyond starting servers.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from rich.table import Table
 from client.processes import ChildProcess, wait_until
 from worker.lab_layout import LabLayout, free_layout
 from worker.lab_supervisor import MARIADBD, LabCluster
+from worker.wan.delay_proxy import Delay
 
 NODES = 3
-TARGETS_S = {"grow": 20.0, "add": 10.0, "remove": 10.0}
+TARGETS_S = {"grow": 20.0, "add": 10.0, "remove": 10.0, "restart": 10.0, "move": 40.0}
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -80,6 +84,21 @@ def main() -> None:
             (f"add node {NODES + 1} (SST)", "add", timed(lambda: lab.resize(NODES + 1))),
             (f"remove node {NODES + 1}", "remove", timed(lambda: lab.resize(NODES))),
             (f"add node {NODES + 1} back (IST)", "add", timed(lambda: lab.resize(NODES + 1))),
+            (
+                "rolling restart, per node (gcache.size)",
+                "restart",
+                lab.configure({"gcache.size": "64M"}) / (NODES + 1),
+            ),
+            (
+                "move to two sites, rtt 100 ms",
+                "move",
+                timed(lambda: (lab.place(2, Delay(rtt_ms=100)), lab.resize(NODES + 1))),
+            ),
+            (
+                "move back to one site",
+                "move",
+                timed(lambda: (lab.place(1, Delay()), lab.resize(NODES + 1))),
+            ),
         ]
         stop_s = timed(lab.stop)
         baseline = min(plain_start(layout, root) for _ in range(3))
