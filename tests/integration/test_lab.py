@@ -433,3 +433,30 @@ def test_a_script_error_fails_the_trial_with_the_scripts_message(
             run_key=7,
         )
     assert time.monotonic() - started < 30
+
+
+def test_the_external_target_restarts_node_by_node_with_the_operators_command(
+    cluster: lab_supervisor.LabCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    calls = tmp_path / "restarts.log"
+    # The operator's command: this one records its arguments; a real one writes them where
+    # the server reads its configuration and restarts it.
+    record = ["sh", "-c", f'echo "$0 $*" >> {calls}']
+    nodes = [
+        {"host": n.host, "port": n.port, "restart": [*record, f"node{i}"]}
+        for i, n in enumerate(cluster.nodes(), start=1)
+    ]
+    monkeypatch.setenv(PASSWORD_ENV, cluster.credentials.password)
+    settings = {"nodes": nodes, "user": cluster.credentials.user, "password_env": PASSWORD_ENV}
+    target = ExternalTarget("external-restart", settings)
+    assert target.restart_with({}) == 0
+    wanted = {"gcache.size": "64M", "innodb_flush_method": "O_DIRECT"}
+    assert target.restart_with(wanted) > 0
+    assert calls.read_text().splitlines() == [
+        "node1 gcache.size=64M innodb_flush_method=O_DIRECT",
+        "node2 gcache.size=64M innodb_flush_method=O_DIRECT",
+    ]
+    assert target.restart_with(wanted) == 0
+    without = dict(settings, nodes=[{k: v for k, v in n.items() if k != "restart"} for n in nodes])
+    with pytest.raises(InfeasibleError, match="node1, node2 of target 'bare' have no restart"):
+        ExternalTarget("bare", without).restart_with(wanted)
