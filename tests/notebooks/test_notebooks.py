@@ -147,3 +147,4 @@ def test_published_studies_notebook(service: Client):
     # Little's law fitted on one data centre predicts Galera's WAN throughput (224 measured).
     assert "Galera across the WAN: predicted 223 tps, measured 224" in outputs
     assert "needs at least 5 successful runs" in outputs
+    assert "lab, two sites 100 ms apart: commit 10" in outputs
