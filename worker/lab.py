@@ -75,6 +75,12 @@ def print_status(state: dict[str, Any]) -> None:
         )
     console = Console()
     console.print(table)
+    wan = state.get("wan")
+    if wan:
+        console.print(
+            f"two sites (odd nodes in site 1, even in site 2), {wan['rtt_ms']:g} ms round trip"
+            f" between them, jitter {wan['jitter_ms']:g} ms (proxy pid {wan['pid']})"
+        )
     verdict = "healthy" if state["healthy"] else "not healthy" if state["size"] else "down"
     console.print(f"{state['size']} node(s), {verdict}")
 

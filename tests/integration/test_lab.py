@@ -452,11 +452,11 @@ def test_the_external_target_restarts_node_by_node_with_the_operators_command(
     assert target.restart_with({}) == 0
     wanted = {"gcache.size": "64M", "innodb_flush_method": "O_DIRECT"}
     assert target.restart_with(wanted) > 0
+    names = [f"node{i}" for i in range(1, len(nodes) + 1)]
     assert calls.read_text().splitlines() == [
-        "node1 gcache.size=64M innodb_flush_method=O_DIRECT",
-        "node2 gcache.size=64M innodb_flush_method=O_DIRECT",
+        f"{name} gcache.size=64M innodb_flush_method=O_DIRECT" for name in names
     ]
     assert target.restart_with(wanted) == 0
     without = dict(settings, nodes=[{k: v for k, v in n.items() if k != "restart"} for n in nodes])
-    with pytest.raises(InfeasibleError, match="node1, node2 of target 'bare' have no restart"):
+    with pytest.raises(InfeasibleError, match=f"{', '.join(names)} of target 'bare' have no"):
         ExternalTarget("bare", without).restart_with(wanted)

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from worker.galera_sql import global_status, global_variables, provider_options
+from worker.lab import print_status
 from worker.lab_layout import LabLayout, free_layout
 from worker.lab_supervisor import LabCluster
 from worker.targets.base import InfeasibleError
@@ -92,12 +93,6 @@ def listeners(netns: str) -> list[tuple[str, int]]:
     return found
 
 
-def test_one_site_commits_in_milliseconds(target: LabTarget):
-    result = target.run(TRIAL | {"sites": 1}, run_key=1)
-    assert result.responses["commit_latency_ms"] < 20
-    assert result.record is not None and result.record["plan"]["sites"] == 1
-
-
 def test_provider_options_read_back_on_every_node_and_are_set_back_after(target: LabTarget):
     # Raising both windows needs evs.send_window first, lowering them the other order.
     wide = {"evs.user_send_window": 512, "evs.send_window": 512, "gcs.fc_limit": 256}
@@ -125,41 +120,43 @@ def test_a_restart_only_setting_restarts_the_nodes_only_when_it_changes(target: 
         for node in target.cluster.nodes():
             options = provider_options(node, target.credentials)
             log_buffer = global_variables(node, target.credentials, ["innodb_log_buffer_size"])
-            found.add((options["gcache.size"], log_buffer["innodb_log_buffer_size"]))
+            found.add(
+                (options["gcs.fc_single_primary"].lower(), log_buffer["innodb_log_buffer_size"])
+            )
         return found
 
-    first = {"gcache.size": "64M", "innodb_log_buffer_size": 8 << 20}
-    ran = target.run(TRIAL | {"sites": 1, **first}, run_key=9)
-    assert ran.responses["restart_s"] > 0
-    assert settings_everywhere() == {("64M", str(8 << 20))}
-    again = target.run(TRIAL | {"sites": 1, **first}, run_key=10)
-    assert again.responses["restart_s"] == 0
-    second = {"gcache.size": "48M", "innodb_log_buffer_size": 16 << 20}
+    first = {"gcs.fc_single_primary": "yes", "innodb_log_buffer_size": 8 << 20}
+    target.run(TRIAL | {"sites": 1, **first}, run_key=9)
+    assert settings_everywhere() == {("yes", str(8 << 20))}
+    # The same settings again: nothing to restart.
+    assert target.cluster.configure({k: str(v) for k, v in first.items()}) == 0
+    second = {"gcs.fc_single_primary": "no", "innodb_log_buffer_size": 16 << 20}
     changed = target.run(TRIAL | {"sites": 1, **second}, run_key=11)
     assert changed.responses["restart_s"] > 0
-    assert settings_everywhere() == {("48M", str(16 << 20))}
+    assert settings_everywhere() == {("no", str(16 << 20))}
     # Primary and whole after each: every trial checks health before and after its run.
     assert changed.record is not None
     assert changed.record["plan"]["restart_settings"] == {
-        "gcache.size": "48M",
+        "gcs.fc_single_primary": "no",
         "innodb_log_buffer_size": str(16 << 20),
     }
-    back = target.run(TRIAL | {"sites": 1}, run_key=12)
-    assert back.responses["restart_s"] > 0
-    # Without the factor the nodes run the lab's own configuration again.
-    assert {gcache for gcache, _ in settings_everywhere()} == {target.cluster.layout.gcache_size}
+    # Without the factors the nodes go back to the lab's own configuration.
+    assert target.cluster.configure({}) > 0
+    assert {fc for fc, _ in settings_everywhere()} == {"no"}
 
 
 def test_a_restart_only_value_the_server_refuses_is_infeasible(target: LabTarget):
     with pytest.raises(InfeasibleError, match="does not start with innodb_flush_method=no_such"):
         target.run(TRIAL | {"sites": 1, "innodb_flush_method": "no_such"}, run_key=13)
-    target.recover()
+    target.recover()  # what the worker does after any failed trial
 
 
 def test_two_sites_100_ms_apart_commit_in_one_round_trip_and_run_slower(
-    target: LabTarget, layout: LabLayout
+    target: LabTarget, layout: LabLayout, capsys: pytest.CaptureFixture[str]
 ):
     local = target.run(TRIAL | {"sites": 1}, run_key=2)
+    assert local.responses["commit_latency_ms"] < 20
+    assert local.record is not None and local.record["plan"]["sites"] == 1
     wan = target.run(TRIAL | {"sites": 2, "wan_rtt_ms": 100}, run_key=3)
     print(
         f"commit latency {wan.responses['commit_latency_ms']:.1f} ms; tps one site "
@@ -177,6 +174,10 @@ def test_two_sites_100_ms_apart_commit_in_one_round_trip_and_run_slower(
     # In site 2, node 1's Galera ports are served by the proxy alone: nothing bypasses it.
     proxy = Wan(target.cluster.layout).state()
     assert proxy is not None and proxy["rtt_ms"] == 100
+    print_status(target.cluster.status())
+    assert "two sites (odd nodes in site 1, even in site 2), 100 ms round trip" in (
+        capsys.readouterr().out
+    )
     node1 = target.cluster.layout.address(1)
     serving = {pid for address, pid in listeners(layout.namespace(2)) if address.startswith(node1)}
     assert node1 != "127.0.0.1"

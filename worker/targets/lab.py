@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from app.target_specs import CLUSTER_FACTORS, WAN_FACTORS
 from worker import galera_sql, lab_layout, lab_supervisor
 from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget, TrialPlan
@@ -32,6 +33,7 @@ class LabTarget(ClusterTarget):
     """Trials on the local lab cluster."""
 
     kind: ClassVar[str] = "lab"
+    accepted_factors = (*CLUSTER_FACTORS, *WAN_FACTORS)
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)
