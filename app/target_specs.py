@@ -271,12 +271,7 @@ class TargetSpec:
         load = space["load_nodes"]
         if load.kind != "integer" or load.bounds[0] < 1:
             raise DomainError(f"factors.{i}", "load_nodes is an integer factor from 1")
-        if "nodes" in space.names:
-            most = int(space["nodes"].bounds[1])
-        else:
-            defaults = self.settings.get("defaults") or {}
-            listed = self.settings.get("nodes")
-            most = int(defaults.get("nodes", len(listed) if isinstance(listed, list) else 3))
+        most = self._fixed_nodes() if "nodes" not in space.names else int(space["nodes"].bounds[1])
         if load.bounds[1] > most:
             raise DomainError(
                 f"factors.{i}.high",
@@ -291,12 +286,7 @@ class TargetSpec:
             for name, (low, high) in options.items():
                 if name not in space.names:
                     continue
-                i = space.names.index(name)
-                factor = space[name]
-                if not factor.is_numeric or factor.bounds[0] < low or factor.bounds[1] > high:
-                    raise DomainError(
-                        f"factors.{i}", f"{name} is a number from {low:g} to {high:g}"
-                    )
+                i = _check_range(space, name, low, high)
                 if workloads is None or list(workloads) != [workload]:
                     raise DomainError(
                         f"factors.{i}.name",
@@ -308,26 +298,24 @@ class TargetSpec:
         """Raise unless the topology factors are numbers inside their ranges (`sites` a whole
         number of sites) and two sites can have a node each."""
         for name, (low, high) in WAN_FACTORS.items():
-            if name not in space.names:
-                continue
-            i = space.names.index(name)
-            factor = space[name]
-            whole = name == "sites"
-            if (
-                not factor.is_numeric
-                or (whole and factor.kind != "integer")
-                or factor.bounds[0] < low
-                or factor.bounds[1] > high
-            ):
-                rule = "an integer factor" if whole else "a number"
-                raise DomainError(f"factors.{i}", f"{name} is {rule} from {low:g} to {high:g}")
-        if "sites" in space.names and "nodes" not in space.names:
-            defaults = self.settings.get("defaults") or {}
-            if space["sites"].bounds[1] > int(defaults.get("nodes", 3)):
-                raise DomainError(
-                    f"factors.{space.names.index('sites')}.high",
-                    "sites cannot exceed nodes: each site needs a node",
-                )
+            if name in space.names:
+                _check_range(space, name, low, high, integer=name == "sites")
+        if (
+            "sites" in space.names
+            and "nodes" not in space.names
+            and space["sites"].bounds[1] > self._fixed_nodes()
+        ):
+            raise DomainError(
+                f"factors.{space.names.index('sites')}.high",
+                "sites cannot exceed nodes: each site needs a node",
+            )
+
+    def _fixed_nodes(self) -> int:
+        """The node count of an experiment that does not vary `nodes`: the target's default,
+        else its listed nodes (external), else 3."""
+        defaults = self.settings.get("defaults") or {}
+        listed = self.settings.get("nodes")
+        return int(defaults.get("nodes", len(listed) if isinstance(listed, list) else 3))
 
     def check_plan(self, configs: Sequence[Mapping[str, Any]]) -> None:
         """Raise when a planned run puts load on more nodes than the cluster has, or more sites
@@ -352,6 +340,24 @@ class TargetSpec:
                 f"target '{self.name}' does not report '{response}'; "
                 f"it reports {', '.join(accepted)}",
             )
+
+
+def _check_range(
+    space: FactorSpace, name: str, low: float, high: float, *, integer: bool = False
+) -> int:
+    """The index of factor `name`; DomainError unless it is numeric (an integer factor when
+    `integer`) and stays within low..high."""
+    i = space.names.index(name)
+    factor = space[name]
+    if (
+        not factor.is_numeric
+        or (integer and factor.kind != "integer")
+        or factor.bounds[0] < low
+        or factor.bounds[1] > high
+    ):
+        rule = "an integer factor" if integer else "a number"
+        raise DomainError(f"factors.{i}", f"{name} is {rule} from {low:g} to {high:g}")
+    return i
 
 
 def check_provider_factor(i: int, factor: Factor) -> None:

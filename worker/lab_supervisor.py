@@ -36,6 +36,7 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
+from worker import procfs
 from worker.galera_sql import (
     HEALTH_STATUS,
     Credentials,
@@ -61,7 +62,6 @@ LAB_HOST = "127.0.0.1"
 
 _POLL_S = 0.2
 _PORT_WAIT_S = 5.0  # a node's ports are free once it exited; this covers its SST helpers
-_LOG_TAIL_LINES = 30
 
 
 class _NodeExitedError(GaleraError):
@@ -80,26 +80,7 @@ def _alive(pid: int) -> bool:
             return True
         del _CHILDREN[pid]
         return False
-    try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat_line.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
-def _argv(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-
-
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as error:
-        return f"(no log: {error})"
-    return "\n".join(text.splitlines()[-lines:])
+    return procfs.running(pid)
 
 
 def _read(path: Path) -> str:
@@ -149,12 +130,10 @@ class LabCluster:
 
     def __init__(self, layout: LabLayout = LAB_LAYOUT) -> None:
         self.layout = layout
-        self.wan = Wan(layout)
         running_wan = self.wan.state()
         if running_wan is not None and running_wan["sites"] != layout.sites:
             # Another process put the nodes on two sites: they are there still.
             self.layout = dataclasses.replace(layout, sites=int(running_wan["sites"]))
-            self.wan = Wan(self.layout)
         self._state_file = layout.base_dir / "lab.json"
         try:
             layout.base_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -169,6 +148,11 @@ class LabCluster:
                 self._adopt()
 
     # Public API -----------------------------------------------------------------------------
+
+    @property
+    def wan(self) -> Wan:
+        """The sites of the current layout and the proxy between them."""
+        return Wan(self.layout)
 
     def nodes(self) -> list[Node]:
         """The running nodes, in order."""
@@ -218,7 +202,6 @@ class LabCluster:
                 self._stop_nodes(list(running), running)
                 self.wan.down()
                 self.layout = dataclasses.replace(self.layout, sites=sites)
-                self.wan = Wan(self.layout)
             if sites == 2:
                 self.wan.up(delay)
 
@@ -231,7 +214,6 @@ class LabCluster:
         """
         with self._locked():
             self.layout = dataclasses.replace(self.layout, settings=tuple(sorted(settings.items())))
-            self.wan = Wan(self.layout)
             running = self._adopt()
             stale = [
                 index
@@ -264,7 +246,6 @@ class LabCluster:
             self._save(running)
             self.wan.down()
             self.layout = dataclasses.replace(self.layout, sites=1)
-            self.wan = Wan(self.layout)
 
     def reset(self) -> None:
         """Stop everything and wipe every datadir: the next resize starts from nothing."""
@@ -351,7 +332,7 @@ class LabCluster:
 
     def _is_ours(self, index: int, pid: int) -> bool:
         """Whether `pid` is a live mariadbd started with node `index`'s option file."""
-        argv = _argv(pid)
+        argv = procfs.argv(pid)
         return (
             _alive(pid)
             and bool(argv)
@@ -381,7 +362,7 @@ class LabCluster:
             if not entry.name.isdigit() or int(entry.name) in running.values():
                 continue
             pid = int(entry.name)
-            match = pattern.fullmatch(next(iter(_argv(pid)[1:2]), ""))
+            match = pattern.fullmatch(next(iter(procfs.argv(pid)[1:2]), ""))
             if match and int(match.group(1)) not in running:
                 index = int(match.group(1))
                 if self._is_ours(index, pid):
@@ -444,7 +425,7 @@ class LabCluster:
                 )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
             raise GaleraError(
-                f"initialising node{index}'s datadir failed ({error}):\n{_tail(output)}"
+                f"initialising node{index}'s datadir failed ({error}):\n{procfs.tail(output)}"
             ) from error
 
     def _initialized(self, index: int) -> bool:
@@ -629,7 +610,7 @@ class LabCluster:
                     raise _NodeExitedError(
                         f"{failure}: node{index} (pid {pid}) exited; "
                         f"last lines of {self.layout.log_file(index)}:\n"
-                        f"{_tail(self.layout.log_file(index))}"
+                        f"{procfs.tail(self.layout.log_file(index))}"
                     )
             problem = pending()
             if problem is None:
@@ -639,7 +620,7 @@ class LabCluster:
                 raise GaleraError(
                     f"{failure} within {self.layout.timeout_s:g} s: node{index} {reason}; "
                     f"last lines of {self.layout.log_file(index)}:\n"
-                    f"{_tail(self.layout.log_file(index))}"
+                    f"{procfs.tail(self.layout.log_file(index))}"
                 )
             time.sleep(_POLL_S)
 

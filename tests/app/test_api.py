@@ -47,6 +47,17 @@ def with_changes(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return spec
 
 
+async def assert_factors_refused(
+    api, base: dict[str, Any], cases: list[tuple[list[dict[str, Any]], str, str]]
+) -> None:
+    """Each case's factors on `base` get a 422 at the field named, with the words in its rule."""
+    for factors, field, words in cases:
+        refused = await api.post("/experiments", json=base | {"factors": factors})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"][0]
+        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+
+
 async def create(api, spec: dict[str, Any]) -> dict[str, Any]:
     response = await api.post("/experiments", json=spec)
     assert response.status_code == 201, response.text
@@ -593,11 +604,7 @@ async def test_rw_mix_options_need_the_rw_mix_workload_and_their_ranges(api):
         ([{"name": "workload", "kind": "categorical", "levels": ["tpcc_like"]}],
          "factors.0.levels", "workload is categorical with levels among"),
     ]  # fmt: skip
-    for factors, field, words in cases:
-        refused = await api.post("/experiments", json=base | {"factors": factors})
-        assert refused.status_code == 422, refused.text
-        detail = refused.json()["detail"][0]
-        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+    await assert_factors_refused(api, base, cases)
 
 
 async def test_warehouses_need_the_tpcc_workload_and_at_least_one(api):
@@ -607,14 +614,11 @@ async def test_warehouses_need_the_tpcc_workload_and_at_least_one(api):
     warehouses = {"name": "warehouses", "kind": "integer", "low": 1, "high": 4}
     created = await create(api, base | {"factors": [tpcc, warehouses]})
     assert {t["config"]["warehouses"] for t in created["trials"]} == {1, 4}
-    for factors, field, words in [
+    cases = [
         ([tpcc, {**warehouses, "low": 0}], "factors.1", "warehouses is a number from 1 to 1000"),
         ([warehouses], "factors.0.name", "warehouses is an option of the tpcc workload"),
-    ]:
-        refused = await api.post("/experiments", json=base | {"factors": factors})
-        assert refused.status_code == 422, refused.text
-        detail = refused.json()["detail"][0]
-        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+    ]
+    await assert_factors_refused(api, base, cases)
 
 
 async def test_the_wan_factors_belong_to_the_lab_and_keep_to_their_ranges(api):
@@ -639,11 +643,7 @@ async def test_the_wan_factors_belong_to_the_lab_and_keep_to_their_ranges(api):
         ([{**rtt, "high": 10}, {"name": "wan_jitter_ms", "kind": "continuous", "low": 0,
           "high": 150}], "factors.1", "wan_jitter_ms is a number from 0 to 100"),
     ]  # fmt: skip
-    for factors, field, words in cases:
-        refused = await api.post("/experiments", json=base | {"factors": factors})
-        assert refused.status_code == 422, refused.text
-        detail = refused.json()["detail"][0]
-        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+    await assert_factors_refused(api, base, cases)
     # A real cluster's nodes stay where they are: only the lab moves them apart.
     external = TargetSpec("dc", "external", {"nodes": [{"host": "db1"}, {"host": "db2"}]})
     with pytest.raises(DomainError) as refused_name:
@@ -706,8 +706,4 @@ async def test_provider_options_are_factors_of_real_clusters_checked_at_submissi
         ([{"name": "gmcast.listen_addr", "kind": "categorical", "levels": ["tcp://10.0.0.1"]}],
          "factors.0.name", "not a benchmark setting"),
     ]  # fmt: skip
-    for factors, field, words in cases:
-        refused = await api.post("/experiments", json=base | {"factors": factors})
-        assert refused.status_code == 422, refused.text
-        detail = refused.json()["detail"][0]
-        assert ".".join(map(str, detail["loc"][1:])) == field and words in detail["msg"], detail
+    await assert_factors_refused(api, base, cases)

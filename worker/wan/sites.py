@@ -30,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from worker import procfs
 from worker.galera_sql import GaleraError
 from worker.lab_layout import LabLayout
 from worker.wan.delay_proxy import Delay, Route
@@ -165,25 +166,17 @@ class Wan:
                 if json.loads(self._ready.read_text()) == wanted:
                     return
             if not alive():
-                raise GaleraError(f"the WAN proxy exited; its log:\n{_tail(self._log)}")
+                raise GaleraError(f"the WAN proxy exited; its log:\n{procfs.tail(self._log)}")
             if time.monotonic() > deadline:
                 raise GaleraError(
                     f"the WAN proxy did not take rtt {delay.rtt_ms:g} ms within "
-                    f"{_START_TIMEOUT_S:g} s; its log:\n{_tail(self._log)}"
+                    f"{_START_TIMEOUT_S:g} s; its log:\n{procfs.tail(self._log)}"
                 )
             time.sleep(_POLL_S)
 
     def _is_proxy(self, pid: int) -> bool:
         """Whether `pid` is this layout's proxy (a recycled pid is not)."""
-        if pid <= 0:
-            return False
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            stat_line = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        zombie = stat_line.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
-        return not zombie and str(self._config).encode() in argv
+        return pid > 0 and procfs.running(pid) and str(self._config) in procfs.argv(pid)
 
 
 def _ip(*args: str) -> None:
@@ -191,10 +184,3 @@ def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
     if done.returncode != 0 and "File exists" not in done.stderr:
         raise GaleraError(f"ip {' '.join(args)} failed: {done.stderr.strip()}")
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError as error:
-        return f"(no log: {error})"
