@@ -49,6 +49,8 @@ class Problem:
     optimum: float
     optimum_config: Config
     noise: float = 0.0
+    constraint: str | None = None  # a second response that must stay at or below the limit
+    constraint_limit: float | None = None
 
     def within(self, value: float, percent: float) -> bool:
         """Whether a true value lies within `percent` % of the optimum, in the goal's sense."""
