@@ -215,10 +215,22 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
         ("stop reason", loop.get("stop_reason")),
         ("error", loop.get("error")),
     ]
+    found = loop.get("recommendation")
+    if found is not None:
+        rows.insert(5, ("recommended", _recommended(found)))
     for name, value in rows:
         if value is not None:
             table.add_row(name, escape(str(value)))
     console.print(table)
+
+
+def _recommended(found: Mapping[str, Any]) -> str:
+    """The loop's recommendation in one line: where, what the model predicts, how often run."""
+    spread = "" if found.get("uncertainty") is None else f" ± {_sig(found['uncertainty'], 3)}"
+    return (
+        f"{_settings(found['config'])}: predicted {_sig(found['predicted'], 4)}{spread}"
+        f" ({found['runs']} run(s))"
+    )
 
 
 def print_trials(

@@ -480,8 +480,22 @@ class OptimizeIn(Strict):
     )
 
 
+class RecommendationOut(BaseModel):
+    """What the loop recommends deploying now: of the configurations run, the one its model
+    puts best, with the model's mean there and that mean's standard deviation."""
+
+    config: dict[str, Value]
+    predicted: float | None
+    uncertainty: float | None
+    runs: int = Field(description="how many trials measured this configuration")
+    observed: float | None = Field(description="the mean of those measurements")
+    predicted_by: str | None
+    reason: str
+
+
 class OptimizationOut(BaseModel):
-    """A closed optimization loop and its progress; `stop_reason` says why it stopped."""
+    """A closed optimization loop and its progress; `stop_reason` says why it stopped, and
+    `recommendation` what to deploy after its latest round."""
 
     id: int
     experiment_id: int
@@ -497,6 +511,7 @@ class OptimizationOut(BaseModel):
     expected_improvement: float | None
     stop_reason: str | None
     error: str | None
+    recommendation: RecommendationOut | None
     started_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -511,7 +526,8 @@ class SlicePointOut(BaseModel):
 
 
 class SurfaceOut(BaseModel):
-    """Predictions of the fitted model over one or two factors, the others at the optimum."""
+    """Predictions of the fitted model over one or two factors, the others at the optimum
+    (or where `held` put them)."""
 
     response: str
     model: str

@@ -172,6 +172,8 @@ class Optimization(Base):
     expected_improvement: Mapped[float | None] = mapped_column(Float, nullable=True)
     stop_reason: Mapped[str | None] = mapped_column(LongText, nullable=True)
     error: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    # What to deploy after the latest round (experiments.suggest.Recommendation as a dict).
+    recommendation: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

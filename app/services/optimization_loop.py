@@ -37,7 +37,7 @@ from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.numbers import finite_or_none
-from experiments.suggest import DONE, Plan, next_batch
+from experiments.suggest import DONE, Plan, Recommendation, next_batch
 
 LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")
 MAX_BUDGET = 500
@@ -164,6 +164,8 @@ async def advance(
     if plan.stage != DONE:  # a stop for budget or error keeps the stage the loop was at
         loop.stage, loop.explanation = plan.stage, plan.explanation
         loop.expected_improvement = finite_or_none(plan.expected_improvement)
+    if plan.recommendation is not None:
+        loop.recommendation = _stored(plan.recommendation)
     if plan.stop_reason is not None:
         await _finish(session, loop, OptimizationStatus.STOPPED, plan.stop_reason)
         return []
@@ -208,6 +210,14 @@ async def _round_trials(
         session.add(row)
         created.append(trial.id)
     return created
+
+
+def _stored(recommendation: Recommendation) -> dict[str, object]:
+    """The recommendation as JSON can hold it (no NaN or infinity)."""
+    found = recommendation.as_dict()
+    for name in ("predicted", "uncertainty", "observed"):
+        found[name] = finite_or_none(found[name])  # type: ignore[arg-type]
+    return found
 
 
 async def fail(session: AsyncSession, *, optimization_id: int, error: str) -> None:

@@ -3,7 +3,8 @@
 Each strategy is a `Strategy` subclass (`base.py`), listed by name in `STRATEGIES`. `suggest`
 proposes the next runs by one strategy and returns a `Plan` (the suggestions, the stage and why);
 `next_batch` is one step of the closed loop: the same, within a budget and a stopping rule on the
-expected improvement. Both are pure: the service and the benchmarks call them alike.
+expected improvement, with the configuration to deploy now (`recommendation`). All are pure: the
+service and the benchmarks call them alike.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Sequence
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.numbers import describe_config, format_value
 from experiments.suggest.auto import Auto
-from experiments.suggest.base import DONE, Limit, Plan, Runs, Strategy, Suggestion
-from experiments.suggest.bayes import MODEL_NAME, predict
+from experiments.suggest.base import DONE, Limit, Plan, Recommendation, Runs, Strategy, Suggestion
+from experiments.suggest.bayes import MODEL_NAME, predict, recommend
 from experiments.suggest.strategies import Augment, Bayes, Replicate, SteepestAscent
 
 __all__ = [
@@ -24,10 +26,12 @@ __all__ = [
     "STRATEGIES",
     "Limit",
     "Plan",
+    "Recommendation",
     "Runs",
     "Strategy",
     "Suggestion",
     "next_batch",
+    "recommendation",
     "suggest",
 ]
 
@@ -87,7 +91,8 @@ def next_batch(
     """
     if budget_left is not None and budget_left <= 0:
         reason = "the budget of trials is used up"
-        return Plan(strategy, DONE, reason, [], stop_reason=reason)
+        plan = Plan(strategy, DONE, reason, [], stop_reason=reason)
+        return _recommending(plan, space, runs, goal, limits, seed)
     count = batch_size if budget_left is None else max(1, min(batch_size, budget_left))
     plan = suggest(
         strategy,
@@ -100,6 +105,7 @@ def next_batch(
         seed=seed,
         budget=budget_left,
     )
+    plan = _recommending(plan, space, runs, goal, limits, seed)
     if plan.stop_reason is not None:
         return plan
     gain = plan.expected_improvement
@@ -138,3 +144,47 @@ def _finished(plan: Plan, strategy: str, space: FactorSpace, runs: Runs, seed: i
             s = dataclasses.replace(s, predicted=mean, uncertainty=sd, predicted_by=MODEL_NAME)
         suggestions.append(dataclasses.replace(s, strategy=strategy))
     return dataclasses.replace(plan, strategy=strategy, suggestions=suggestions)
+
+
+def recommendation(
+    space: FactorSpace,
+    runs: Runs,
+    *,
+    goal: str = "maximize",
+    limits: Sequence[Limit] = (),
+    seed: int = 0,
+) -> Recommendation | None:
+    """What to deploy now: the run configuration of best Gaussian-process mean, or the only
+    one measured while the runs cannot be modelled; None before any run succeeded."""
+    if len(runs) == 0:
+        return None
+    try:
+        return recommend(
+            space,
+            runs.configs,
+            runs.values,
+            goal=goal,
+            limits=limits,
+            responses=runs.responses,
+            failed=runs.failed,
+            seed=seed,
+        )
+    except DomainError:
+        pass
+    # One run, or every run equal: the first measured is as good as any.
+    config, value = space.check_config(runs.configs[0], in_region=False), float(runs.values[0])
+    reason = (
+        f"Deploy {describe_config(config, space.units)}: it measured {format_value(value)}, and"
+        " no model can be fitted yet (one run, or every run measured the same)."
+    )
+    same = [c for c in runs.configs if space.check_config(c, in_region=False) == config]
+    return Recommendation(config, value, None, len(same), value, None, reason)
+
+
+def _recommending(
+    plan: Plan, space: FactorSpace, runs: Runs, goal: str, limits: Sequence[Limit], seed: int
+) -> Plan:
+    if plan.recommendation is not None:
+        return plan
+    found = recommendation(space, runs, goal=goal, limits=limits, seed=seed)
+    return dataclasses.replace(plan, recommendation=found)

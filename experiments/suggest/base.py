@@ -40,6 +40,29 @@ class Suggestion:
 
 
 @dataclass(frozen=True)
+class Recommendation:
+    """The configuration to deploy now: of the configurations run, the one a model puts best.
+
+    `predicted` is the model's mean response there and `uncertainty` the standard deviation of
+    that mean (response units); `runs` counts its measurements and `observed` is their mean.
+    Measured configurations only: a prediction where nothing was run is a suggestion, not an
+    answer.
+    """
+
+    config: Config
+    predicted: float
+    uncertainty: float | None
+    runs: int
+    observed: float
+    predicted_by: str | None
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Limit:
     """A limit another response must respect, e.g. ``latency_p95_ms`` at most 50."""
 
@@ -121,7 +144,8 @@ class Plan:
     "confirmation", "bayes", "replicate", "confirmed", ...); `explanation` says why in plain
     words. `stop_reason` is set, and `suggestions` empty, when nothing is worth running.
     `expected_improvement` is the largest expected improvement of the batch when the strategy
-    has one (Bayesian optimization), for stopping rules.
+    has one (Bayesian optimization), for stopping rules. `recommendation` is what to deploy
+    now, when the strategy's model gives it (`next_batch` fills it in otherwise).
     """
 
     strategy: str
@@ -130,6 +154,7 @@ class Plan:
     suggestions: list[Suggestion]
     stop_reason: str | None = None
     expected_improvement: float | None = None
+    recommendation: Recommendation | None = None
 
     def as_dict(self) -> dict[str, object]:
         """Plain dict."""

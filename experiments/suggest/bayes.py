@@ -54,7 +54,7 @@ from experiments.goals import check_goal
 from experiments.lattice import candidate_values
 from experiments.lattice_search import Lattice, search
 from experiments.numbers import describe_config, format_value
-from experiments.suggest.base import Limit, Suggestion
+from experiments.suggest.base import Limit, Recommendation, Suggestion
 from experiments.suggest.gaussian_process import (
     Encoder,
     expected_improvement,
@@ -64,9 +64,10 @@ from experiments.suggest.gaussian_process import (
     one_blas_thread,
     refit,
     signal_variance,
+    training_rows,
 )
 
-__all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "predict"]
+__all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "bayes_batch", "predict", "recommend"]
 
 # The lattice is scored whole up to this many points (expected improvement is costly), else
 # searched coordinate-wise from the best quasi-random starts.
@@ -83,6 +84,10 @@ _RUNNER_UP_CHANCE = 0.3
 _UNCERTAINTY_OVER_GAIN = 2.0
 _REPLICATE_SPACING = 5
 _RUNS_TO_JUDGE_NOISE_PER_FEATURE = 3
+# The recommendation is the run configuration of best mean less this many standard deviations
+# of that mean: a configuration measured once beside well-measured ones must be better by more
+# than its own uncertainty to be what the user deploys.
+RECOMMENDATION_RISK = 1.0
 # The share of its score a candidate keeps when its predicted means break a limit.
 _BREAKS_LIMIT = 1e-6
 
@@ -113,6 +118,39 @@ def bayes(
     Raises DomainError on bad input, or when no configuration meets the constraints or every
     allowed one has been run.
     """
+    return bayes_batch(
+        space,
+        configs,
+        values,
+        goal=goal,
+        count=count,
+        constraints=constraints,
+        limits=limits,
+        responses=responses,
+        failed=failed,
+        point_types=point_types,
+        seed=seed,
+        candidates=candidates,
+    )[0]
+
+
+@one_blas_thread
+def bayes_batch(
+    space: FactorSpace,
+    configs: Sequence[Mapping[str, object]],
+    values: Sequence[float],
+    *,
+    goal: str = "maximize",
+    count: int = 1,
+    constraints: Sequence[Constraint] = (),
+    limits: Sequence[Limit] = (),
+    responses: Mapping[str, Sequence[float]] | None = None,
+    failed: Sequence[Mapping[str, object]] = (),
+    point_types: Sequence[str] = (),
+    seed: int = 0,
+    candidates: int = 4096,
+) -> tuple[list[Suggestion], Recommendation]:
+    """`bayes` and, from the same model, the configuration to deploy now (`recommend`)."""
     observed, y = _checked_runs(space, configs, values)
     check_goal(goal)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -128,7 +166,28 @@ def bayes(
             "configs",
             "every configuration allowed by the factors and constraints has been run already",
         )
-    return suggestions
+    return suggestions, fitted.deploy.recommendation(space, sign)
+
+
+@one_blas_thread
+def recommend(
+    space: FactorSpace,
+    configs: Sequence[Mapping[str, object]],
+    values: Sequence[float],
+    *,
+    goal: str = "maximize",
+    limits: Sequence[Limit] = (),
+    responses: Mapping[str, Sequence[float]] | None = None,
+    failed: Sequence[Mapping[str, object]] = (),
+    seed: int = 0,
+) -> Recommendation:
+    """The configuration to deploy: of those run, the one of best Gaussian-process mean (among
+    those predicted to meet every limit, when any is). Raises DomainError when the runs cannot
+    be modelled (fewer than two, or all equal)."""
+    observed, y = _checked_runs(space, configs, values)
+    sign = 1.0 if check_goal(goal) == "maximize" else -1.0
+    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
+    return fitted.deploy.recommendation(space, sign)
 
 
 @dataclass(frozen=True)
@@ -145,6 +204,7 @@ class _Fitted:
     judged: bool
     excluded: set[tuple[Value, ...]]
     incumbent: _Incumbent
+    deploy: _Incumbent  # the recommendation: judged by its mean less one standard deviation
 
     @classmethod
     def of(
@@ -168,9 +228,15 @@ class _Fitted:
             failed_x = encoder.features([[c[n] for n in space.names] for c in broken])
             x_fit = np.vstack([x, failed_x])
             t_fit = np.append(target, np.full(len(broken), target.min()))
+        keep = training_rows(x_fit, t_fit)
+        x_fit, t_fit = x_fit[keep], t_fit[keep]
         model = fit(x_fit, t_fit, seed)
+        measured = keep[keep < len(target)]
         guards = [
-            _Guard(limit, fit(x, _limit_values(limit, responses, len(target)), seed))
+            _Guard(
+                limit,
+                fit(x[measured], _limit_values(limit, responses, len(target))[measured], seed),
+            )
             for limit in limits
         ]
         # Why: a model that blames most of the variation on noise learns more from a
@@ -180,8 +246,9 @@ class _Fitted:
         repeats_allowed = judged and noise_variance(model) > signal_variance(model)
         excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
         excluded |= {_key(space, c) for c in broken}
-        incumbent = _Incumbent.of(space, observed, model, x, guards)
-        return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent)
+        incumbent = _Incumbent.of(space, observed, target, model, x, guards)
+        deploy = _Incumbent.of(space, observed, target, model, x, guards, RECOMMENDATION_RISK)
+        return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent, deploy)
 
 
 def _batch(
@@ -259,7 +326,9 @@ def predict(
     except DomainError:
         return None
     encoder = Encoder(space)
-    model = fit(encoder.features([[c[n] for n in space.names] for c in observed]), y, seed)
+    x = encoder.features([[c[n] for n in space.names] for c in observed])
+    keep = training_rows(x, y)
+    model = fit(x[keep], y[keep], seed)
     mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
 
@@ -312,16 +381,20 @@ class _Incumbent:
     mean: float
     sd: float
     runs: int
+    observed: float  # the mean of its measurements (maximized sense)
     runner_up: tuple[Config, float, float] | None
+    meets_limits: bool
 
     @classmethod
     def of(
         cls,
         space: FactorSpace,
         observed: Sequence[Config],
+        target: np.ndarray,
         model: GaussianProcessRegressor,
         x: np.ndarray,
         guards: Sequence[_Guard],
+        risk: float = 0.0,
     ) -> _Incumbent:
         keys = [_key(space, c) for c in observed]
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
@@ -330,7 +403,8 @@ class _Incumbent:
         ok = np.ones(len(distinct), dtype=bool)
         for guard in guards:
             ok &= guard.met(x[distinct])
-        mean_ok = np.where(ok, mean, -np.inf) if ok.any() else mean
+        judged = mean - risk * sd
+        mean_ok = np.where(ok, judged, -np.inf) if ok.any() else judged
         order = np.argsort(-mean_ok, kind="stable")
         top = int(order[0])
         runner = None
@@ -338,12 +412,36 @@ class _Incumbent:
             j = int(order[1])
             runner = (observed[distinct[j]], float(mean[j]), float(sd[j]))
         config = observed[distinct[top]]
+        mine = [i for i, k in enumerate(keys) if k == keys[distinct[top]]]
         return cls(
             config=config,
             mean=float(mean[top]),
             sd=float(sd[top]),
-            runs=keys.count(_key(space, config)),
+            runs=len(mine),
+            observed=float(np.mean(target[mine])),
             runner_up=runner,
+            meets_limits=bool(ok[top]) and bool(guards),
+        )
+
+    def recommendation(self, space: FactorSpace, sign: float) -> Recommendation:
+        """The incumbent as the answer to deploy, with the sentence that says why."""
+        where = describe_config(self.config, space.units)
+        limits = ", predicted to meet every limit," if self.meets_limits else ""
+        reason = (
+            f"Deploy {where}: of the configurations run, the Gaussian process is surest it is"
+            f" best{limits} (mean {format_value(sign * self.mean)} ± {format_value(self.sd)};"
+            f" {self.runs} run(s) measured {format_value(sign * self.observed)} on average)."
+            " The model weighs every run nearby and counts its own uncertainty against a"
+            " configuration, so one lucky measurement does not make it the answer."
+        )
+        return Recommendation(
+            config=dict(self.config),
+            predicted=sign * self.mean,
+            uncertainty=self.sd,
+            runs=self.runs,
+            observed=sign * self.observed,
+            predicted_by=MODEL_NAME,
+            reason=reason,
         )
 
     def replicate(self, space: FactorSpace, sign: float, best_gain: float) -> Suggestion | None:

@@ -8,7 +8,7 @@ import numpy as np
 
 from experiments.suggest.augment import augment
 from experiments.suggest.base import Plan, Strategy
-from experiments.suggest.bayes import bayes
+from experiments.suggest.bayes import bayes_batch
 from experiments.suggest.initial import initial_runs, space_filling
 from experiments.suggest.replicate import replicate_incumbent
 from experiments.suggest.steepest_ascent import steepest_ascent
@@ -99,7 +99,7 @@ class Bayes(Strategy):
         """The batch of highest expected improvement as a plan of stage "bayes", with its
         largest expected improvement (for stopping rules), under the name of `strategy`."""
         runs = self.runs
-        found = bayes(
+        found, recommendation = bayes_batch(
             self.space,
             runs.configs,
             runs.values,
@@ -114,5 +114,10 @@ class Bayes(Strategy):
         )
         gains = [s.expected_improvement for s in found if s.expected_improvement is not None]
         return Plan(
-            strategy, "bayes", explanation, found, expected_improvement=max(gains, default=None)
+            strategy,
+            "bayes",
+            explanation,
+            found,
+            expected_improvement=max(gains, default=None),
+            recommendation=recommendation,
         )

@@ -35,6 +35,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
         expected_improvement=loop.expected_improvement,
         stop_reason=loop.stop_reason,
         error=loop.error,
+        recommendation=loop.recommendation,
         started_at=loop.started_at,
         updated_at=loop.updated_at,
         finished_at=loop.finished_at,
