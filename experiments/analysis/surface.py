@@ -26,6 +26,9 @@ __all__ = ["RIDGE_RATIO", "Canonical", "canonical", "natural_coefficients"]
 # An eigenvalue counts as zero (a ridge) when its size is below this share of the largest size;
 # the default threshold of rsm's `canonical` (one tenth of the largest eigenvalue).
 RIDGE_RATIO = 0.1
+# Coded distance beyond which a stationary point is rounding error of an eigenvalue that is zero
+# in exact arithmetic (seen at 2.6e15 coded units, where a log2 factor's natural value overflows).
+NO_STATIONARY_BEYOND = 1e6
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,8 @@ def canonical(
     threshold = RIDGE_RATIO * largest
     exact_zero = np.abs(eigenvalues) <= largest * k * np.finfo(float).eps
     stationary = None if largest == 0 or exact_zero.any() else _stationary(b, eigenvalues, vectors)
+    if stationary is not None and np.max(np.abs(stationary)) > NO_STATIONARY_BEYOND:
+        stationary = None  # an eigenvalue zero but for rounding put it there: there is none
     is_ridge = bool(np.min(np.abs(eigenvalues)) < threshold) or largest == 0
     active = (np.abs(eigenvalues) >= threshold) & (np.abs(eigenvalues) > 0)
     nature = "ridge" if is_ridge else _nature(eigenvalues)
