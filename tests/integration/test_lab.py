@@ -175,21 +175,15 @@ def test_real_trials_resize_the_cluster_and_set_variables(
             cursor = connection.cursor()
             cursor.execute("SELECT @@GLOBAL.wsrep_slave_threads")
             assert cursor.fetchone()[0] == last["wsrep_slave_threads"]
+    # The service measures what sysbench measures directly, on the cluster as it was left.
+    direct = direct_tps(cluster, running[0])
+    # Same configuration, same cluster: within a factor of two on this noisy 2-core machine.
+    assert direct / 2 < trials[-1]["responses"]["tps"] < direct * 2, (trials[-1], direct)
 
 
-def test_the_service_measures_what_sysbench_measures_directly(
-    service: Client, cluster: lab_supervisor.LabCluster
-):
-    spec = {
-        "name": "lab: one configuration",
-        "target": "lab-it",
-        "factors": [{"name": "threads_per_client", "kind": "integer", "levels": [4]}],
-        "design": {"kind": "full_factorial"},
-        "objective": {"response": "tps"},
-    }
-    created, _ = run_to_completion(service, spec, timeout=300)
-    measured = [t["responses"]["tps"] for t in service.trials(created["id"])]
-    node = lab_supervisor.LabCluster(cluster.layout).nodes()[0]
+def direct_tps(cluster: lab_supervisor.LabCluster, node: galera_sql.Node) -> float:
+    """tps of sysbench run by hand against `node` as the targets run it (one client, 4 threads,
+    the default)."""
     connection = sysbench.Connection(
         host=node.host,
         port=node.port,
@@ -206,10 +200,7 @@ def test_the_service_measures_what_sysbench_measures_directly(
         tables=TRIAL_SETTINGS["tables"],
         table_size=TRIAL_SETTINGS["table_size"],
     )
-    direct = sysbench.parse(subprocess.run(argv, capture_output=True, text=True).stdout).tps
-    # Same configuration, same cluster: within a factor of two on this noisy 2-core machine.
-    for tps in measured:
-        assert direct / 2 < tps < direct * 2, (measured, direct)
+    return sysbench.parse(subprocess.run(argv, capture_output=True, text=True).stdout).tps
 
 
 def test_the_external_target_runs_on_a_declared_cluster(service: Client):
@@ -241,11 +232,12 @@ def test_a_server_variable_the_server_refuses_is_infeasible_and_not_retried(serv
     assert trial["attempts"] == 1 and "innodb_page_size" in trial["error"]
 
 
-@pytest.mark.parametrize("target", ["lab-it", "external-it"])
-def test_a_closed_loop_runs_on_a_real_cluster(service: Client, target: str):
+def test_a_closed_loop_runs_on_a_real_cluster(service: Client):
+    # On the lab only: the loop plans rounds the same way whatever runs its trials, and the
+    # external target's trials are tested below.
     spec = {
-        "name": f"closed loop on {target}",
-        "target": target,
+        "name": "closed loop on the lab",
+        "target": "lab-it",
         "factors": [
             {"name": "threads_per_client", "kind": "integer", "low": 1, "high": 8, "scale": "log2"}
         ],
@@ -293,17 +285,11 @@ def test_a_variable_one_experiment_set_is_set_back_for_the_next(
 def test_the_cluster_password_never_reaches_the_api_the_logs_or_the_raw_output(
     service: Client, cluster: lab_supervisor.LabCluster, service_dir: Path
 ):
-    spec = {
-        "name": "external: one run",
-        "target": "external-it",
-        "factors": [{"name": "nodes", "kind": "integer", "levels": [2]}],
-        "design": {"kind": "full_factorial"},
-        "objective": {"response": "tps"},
-    }
-    created, done = run_to_completion(service, spec, timeout=300)
-    assert done["progress"]["succeeded"] == 1
-    (trial,) = service.trials(created["id"])
-    answers = [service.targets(), service.experiment(created["id"]), service.trial(trial["id"])]
+    # The experiments the earlier tests ran on the external target: the logs hold them all.
+    ran = service.experiments(target="external-it")
+    assert ran, "the external target's tests run before this one"
+    trial = service.trials(ran[0]["id"])[0]
+    answers = [service.targets(), service.experiment(ran[0]["id"]), service.trial(trial["id"])]
     assert "SQL statistics" in answers[2]["raw_output"]
     password = cluster.credentials.password
     assert len(password) >= 12
