@@ -27,6 +27,7 @@ from app.api.routes import (
     suggestions,
     targets,
     trials,
+    ui,
 )
 from app.config import Settings, get_settings
 from app.db.migrate import ensure_schema
@@ -96,11 +97,13 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(InterfaceError, _database_unavailable)
     app.add_exception_handler(ConnectionError, _database_unavailable)
-    # Every route needs an API key but the health check (and FastAPI's /docs, /openapi.json).
+    # Every route needs an API key but the health check, the documentation and the dashboard's
+    # page and assets (the page asks for the key and sends it with every data call).
     keyed = [Depends(current_principal)]
     for router in (experiments, suggestions, optimization_loop, plots, trials, designs, targets):
         app.include_router(router.router, dependencies=keyed)
     app.include_router(health.router)
+    app.include_router(ui.router)
     return app
 
 

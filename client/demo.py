@@ -51,6 +51,13 @@ def run_demo(
                     f"API {client.base_url}/docs (pid {service.api.pid}), "
                     f"worker (pid {service.worker.pid})"
                 )
+                # The demo's key is revoked when it ends, so showing it here is safe; with it
+                # the dashboard follows the run while it lasts.
+                console.print(
+                    f"Dashboard {client.base_url}/ui (API key {service.api_key}, "
+                    "valid while the demo runs)",
+                    soft_wrap=True,
+                )
                 experiment = client.create_experiment(spec)
                 console.print(
                     f"Experiment {experiment['id']} '{experiment['name']}' on target "

@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server mariadb-server mariadb-client galera-4 sysbench rsync)
+# chromium and chromium-driver: the dashboard's browser tests (Playwright on the system browser).
+APT_PACKAGES=(redis-server mariadb-server mariadb-client galera-4 sysbench rsync chromium
+    chromium-driver)
 PYTHON=${PYTHON:-python3}
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

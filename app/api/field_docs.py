@@ -89,6 +89,11 @@ BY_SCHEMA: dict[str, str] = {
     "DesignIn.blocks": "how many blocks the runs are split into (days, cluster rebuilds)",
     "ObjectiveIn.constraints": "limits on other responses the optimum must meet",
     "OptimizationOut.explanation": "why the loop's strategy chose its current stage",
+    "OptimizationOut.recommendation": "what to deploy after the loop's latest round (null"
+    " before any trial succeeded)",
+    "RecommendationOut.predicted": "the model's mean response at the recommended configuration",
+    "RecommendationOut.uncertainty": "the standard deviation of that mean (null while no model"
+    " can be fitted)",
     "PlanOut.explanation": "why the strategy chose this stage",
     "AnalysisOut.explanation": "the analysis in sentences, and whether the optimum can be trusted",
     "Optimum.predicted": "the predicted response at the optimum",
@@ -96,7 +101,7 @@ BY_SCHEMA: dict[str, str] = {
     "Optimum.desirability": "overall and per-response desirability (desirability objectives)",
     "ObjectiveIn.desirability": "several responses combined by Derringer-Suich desirability",
     "SuggestionOut.predicted": "the predicted response of the configuration",
-    "SurfaceOut.optimum": "the analysis optimum the other factors are held at",
+    "SurfaceOut.optimum": "the analysis optimum; the other factors are held at it unless `held`",
     "AnalysisOut.optimum": "the best predicted configuration in the region, with intervals",
     "AnalysisOut.fit": "fit statistics: R², adjusted and predicted R², PRESS, RMSE, AICc",
     "SurfaceOut.model": "the model order asked for",

@@ -20,8 +20,9 @@ from app.target_specs import TargetSpec
 from experiments import analysis, plots
 from experiments.analysis import Analysis, Optimum
 from experiments.analysis.model import FittedModel, fit_model
-from experiments.analysis.slices import Slice, response_slice
+from experiments.analysis.slices import Slice, held_settings, response_slice
 from experiments.errors import DomainError
+from experiments.factors import Value
 
 PlotKind = Literal[
     "contour", "surface", "interaction", "main_effects", "pareto", "half_normal", "residuals",
@@ -57,13 +58,14 @@ class _Fit:
         y_points: int | None = None,
         *,
         continuous: bool = False,
+        held: Mapping[str, Value] | None = None,
     ) -> Slice:
         arguments = self.inputs.arguments
         return response_slice(
             self.fitted,
             x=x,
             y=y,
-            held=self.analysis.optimum.config,
+            held={**self.analysis.optimum.config, **(held or {})},
             points=points,
             y_points=y_points,
             constraints=arguments["constraints"],
@@ -83,17 +85,23 @@ async def surface_slice(
     points: int,
     y_points: int | None,
     targets: Mapping[str, TargetSpec],
+    held: Sequence[str] = (),
+    continuous: bool = False,
 ) -> SliceReport:
     """The predicted response over `x` (and `y` at `y_points` settings), the other factors at
-    the optimum; without `x`, over the most important factor."""
+    the optimum, or at the `name:value` settings of `held`; without `x`, over the most
+    important factor. With `continuous`, integer factors between their whole numbers too."""
     fit = await _fit(session, experiment_id, response, model, targets)
-    x = x or _ranked(fit)[0]
+    settings = held_settings(fit.inputs.space, held)
+    across = x or _ranked(fit)[0]
     return SliceReport(
         response=fit.inputs.response,
         model=model,
         model_label=fit.analysis.model_label,
         optimum=fit.analysis.optimum,
-        slice=await asyncio.to_thread(fit.slice, x, y, points, y_points),
+        slice=await asyncio.to_thread(
+            lambda: fit.slice(across, y, points, y_points, continuous=continuous, held=settings)
+        ),
     )
 
 

@@ -23,7 +23,8 @@ def serve(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
 ) -> None:
-    """Run the REST API (OpenAPI at /docs)."""
+    """Run the REST API (OpenAPI at /docs) and its dashboard (/ui)."""
+    typer.echo(f"dashboard: http://{host}:{port}/ui (API at http://{host}:{port}/docs)")
     uvicorn.run("app.main:app", host=host, port=port)
 
 

@@ -13,7 +13,7 @@ from experiments.analysis.model import FittedModel
 from experiments.analysis.region import DataRegion
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
-from experiments.factors import Config, Factor, Value
+from experiments.factors import Config, Factor, FactorSpace, Value
 from experiments.numbers import finite_or_none
 
 MIN_POINTS = 2
@@ -74,6 +74,43 @@ def grid_values(factor: Factor, points: int, *, continuous: bool = False) -> lis
         return list(dict.fromkeys(values))
     low, high = factor.bounds
     return [min(max(factor.unrounded(float(c)), low), high) for c in np.linspace(-1, 1, points)]
+
+
+def held_settings(space: FactorSpace, pairs: Sequence[str]) -> Config:
+    """Factor settings written as `name:value` texts (a query string's), each typed by its
+    factor and inside its region: the values a slice holds other factors at instead of the
+    optimum. Errors name the field `held.<name>` (or `held` for a text that is no pair)."""
+    settings: Config = {}
+    for pair in pairs:
+        name, colon, text = pair.partition(":")
+        if not colon or not name:
+            raise DomainError("held", f"'{pair}' must be written name:value")
+        if name not in space.names:
+            raise DomainError(f"held.{name}", f"is not a factor of the experiment ({space.names})")
+        if name in settings:
+            raise DomainError(f"held.{name}", "is given twice")
+        factor = space[name]
+        try:
+            value = factor.check_value(_typed(factor, text))
+            factor.check_in_region(value)
+        except DomainError as error:
+            raise DomainError(f"held.{name}", error.rule) from None
+        settings[name] = value
+    return settings
+
+
+def _typed(factor: Factor, text: str) -> object:
+    """The value a text names: a level whose text it is, else a number for a numeric factor
+    (a query string carries only text, so `3` must become the number 3 here)."""
+    for level in factor.levels or ():
+        if str(level) == text:
+            return level
+    if not factor.is_numeric:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        return text  # check_value refuses it, naming the rule
 
 
 def response_slice(

@@ -141,6 +141,37 @@ async def test_surface_slice_predicts_over_the_grid_with_the_constraint(api):
     assert len(body["runs"]) == 18
 
 
+async def test_a_surface_holds_the_other_factors_where_asked_and_can_be_smooth(api):
+    experiment = await surface_experiment(api)
+    url = f"/experiments/{experiment}/surface"
+    params = {"x": "clients", "y": "workload", "model": "quadratic", "points": 8}
+    at_optimum = (await api.get(url, params=params)).json()
+    moved = await api.get(url, params=params | {"held": "threads_per_client:2"})
+    assert moved.status_code == 200, moved.text
+    body = moved.json()
+    assert body["held"] == {"threads_per_client": 2}
+    assert body["optimum"] == at_optimum["optimum"]
+    i = body["x_values"].index(4)
+    assert body["predicted"][1][i] == pytest.approx(tps(4, 2, "read_only"), abs=8)
+    assert body["predicted"] != at_optimum["predicted"]
+    smooth = await api.get(
+        url,
+        params={"x": "clients", "y": "threads_per_client", "points": 15, "continuous": "true"},
+    )
+    assert smooth.status_code == 200, smooth.text
+    assert smooth.json()["continuous"] and len(smooth.json()["x_values"]) == 15
+    assert smooth.json()["held"] == {"workload": at_optimum["optimum"]["config"]["workload"]}
+    for held, loc in [
+        ("threads_per_client:64", ["query", "held", "threads_per_client"]),
+        ("workload:write_only", ["query", "held", "workload"]),
+        ("nodes:3", ["query", "held", "nodes"]),
+        ("threads", ["query", "held"]),
+    ]:
+        refused = await api.get(url, params=params | {"held": held})
+        assert refused.status_code == 422, (held, refused.text)
+        assert refused.json()["detail"][0]["loc"] == loc, (held, refused.text)
+
+
 async def test_bad_plot_requests_are_422_naming_the_field(api):
     experiment = await surface_experiment(api)
     base = f"/experiments/{experiment}"

@@ -9,7 +9,7 @@ import pytest
 
 from experiments.analysis import ResponseLimit
 from experiments.analysis.model import fit_model
-from experiments.analysis.slices import grid_values, response_slice
+from experiments.analysis.slices import grid_values, held_settings, response_slice
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
@@ -110,3 +110,38 @@ def test_bad_slices_name_the_field(arguments, field):
     with pytest.raises(DomainError) as error:
         response_slice(fitted, **arguments)
     assert error.value.field == field
+
+
+def test_held_settings_are_typed_by_their_factors_from_query_text():
+    levels = FactorSpace.from_dicts(
+        [
+            {"name": "slaves", "kind": "integer", "levels": [1, 4, 16]},
+            {"name": "share", "kind": "continuous", "low": 0, "high": 1},
+        ]
+    )
+    assert held_settings(SPACE, ["nodes:4", "mix:ro", "threads:16.0"]) == {
+        "nodes": 4,
+        "mix": "ro",
+        "threads": 16,
+    }
+    assert held_settings(levels, ["slaves:4", "share:0.25"]) == {"slaves": 4, "share": 0.25}
+    assert held_settings(SPACE, []) == {}
+
+
+@pytest.mark.parametrize(
+    ("pairs", "field", "rule"),
+    [
+        (["nodes"], "held", "name:value"),
+        (["cores:2"], "held.cores", "not a factor"),
+        (["nodes:2", "nodes:3"], "held.nodes", "twice"),
+        (["nodes:2.5"], "held.nodes", "whole number"),
+        (["nodes:9"], "held.nodes", "between 1 and 5"),
+        (["nodes:many"], "held.nodes", "finite number"),
+        (["nodes:nan"], "held.nodes", "finite number"),
+        (["mix:wo"], "held.mix", "one of"),
+    ],
+)
+def test_bad_held_settings_name_the_factor_and_the_rule(pairs, field, rule):
+    with pytest.raises(DomainError) as error:
+        held_settings(SPACE, pairs)
+    assert error.value.field == field and rule in error.value.rule

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
+from pydantic import Field
 
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, SessionDep, TargetsDep
 from app.api.schemas import (
@@ -45,9 +46,22 @@ async def get_surface(
     y_points: Annotated[
         int | None, Query(ge=2, le=200, description="settings of y (default: points)")
     ] = None,
+    held: Annotated[
+        list[Annotated[str, Field(max_length=200)]] | None,
+        Query(
+            max_length=30,
+            description="another factor held at a setting of its region instead of the"
+            " optimum, as name:value (repeat for each), e.g. held=nodes:3; a setting of x or"
+            " y is ignored",
+        ),
+    ] = None,
+    continuous: Annotated[
+        bool,
+        Query(description="integer factors sampled between their whole numbers (smooth)"),
+    ] = False,
 ) -> SurfaceOut:
     """The predicted response over `x` (and `y`) with 95 % confidence intervals, the other
-    factors held at the optimum; `x` defaults to the most important factor."""
+    factors held at the optimum or at `held`; `x` defaults to the most important factor."""
     report = await plots.surface_slice(
         session,
         experiment_id=experiment_id,
@@ -58,6 +72,8 @@ async def get_surface(
         points=points,
         y_points=y_points,
         targets=targets,
+        held=held or (),
+        continuous=continuous,
     )
     return SurfaceOut(
         response=report.response,

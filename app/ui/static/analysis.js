@@ -1,0 +1,94 @@
+// The analysis tab (model, fit, explanation, optimum with intervals, ranked factors, ANOVA,
+// coefficients) and the effects tab (main-effect profiles and the ranked factors as bars).
+
+import { mainEffects, pareto } from "./charts.js";
+import { fill, h, num, pValue, percent, table } from "./dom.js";
+
+function interval(low, high) {
+  return low === null || low === undefined ? "–" : `${num(low)} to ${num(high)}`;
+}
+
+export function renderAnalysis(root, analysis, experiment) {
+  const fit = analysis.fit;
+  const optimum = analysis.optimum;
+  const units = Object.fromEntries(experiment.factors.map((f) => [f.name, f.unit || ""]));
+  const explanation = analysis.explanation;
+  fill(root,
+    h("div", { class: "analysis-grid" },
+      h("section", { class: "card", id: "analysis-model" },
+        h("h3", {}, "Model"),
+        h("p", { class: "model-label" }, analysis.model_label),
+        h("p", { class: "muted" },
+          `${analysis.trials_used} runs`,
+          analysis.trials_failed ? ` (${analysis.trials_failed} failed, left out)` : "",
+          ` · R² ${num(fit.r_squared, 3)} · adjusted ${num(fit.adj_r_squared, 3)}`,
+          ` · predicted ${num(fit.predicted_r_squared, 3)} · RMSE ${num(fit.rmse)}`,
+          ` · residual df ${fit.residual_df}`),
+        h("h3", {}, "Explanation"),
+        explanation.confident ? null
+          : h("p", { class: "warning" }, "The model is not sure enough to trust its optimum."),
+        h("ul", { class: "explanation", id: "explanation" },
+          explanation.sentences.map((s) => h("li", {}, s)))),
+      h("section", { class: "card", id: "analysis-optimum" },
+        h("h3", {}, `Optimum (${analysis.goal} ${analysis.response})`),
+        h("p", { class: "big" }, `${analysis.response} ${num(optimum.predicted)}`),
+        h("p", {}, `95 % confidence interval ${interval(optimum.ci_low, optimum.ci_high)}`),
+        h("p", {}, `95 % prediction interval ${interval(optimum.pi_low, optimum.pi_high)}`),
+        table([
+          { label: "factor", value: ([name]) => name },
+          { label: "setting", value: ([name, value]) => `${num(value)} ${units[name] || ""}`, class: "num" },
+          { label: "", value: ([name]) => (optimum.on_edge.includes(name) ? "at an end of its range" : ""),
+            class: "muted small" },
+        ], Object.entries(optimum.config)),
+        Object.keys(optimum.limits_met || {}).length
+          ? h("p", { class: "muted small" }, "Limits met: ",
+            Object.entries(optimum.limits_met).map(([k, v]) => `${k} ${num(v)}`).join(", "))
+          : null,
+        h("p", { class: "muted small" }, `searched over ${optimum.region}`,
+          optimum.neighbours_checked ? ", integer neighbours checked" : ""))),
+    h("section", { class: "card" },
+      h("h3", {}, "Factors, most important first"),
+      table([
+        { label: "factor", value: (e) => e.factor },
+        { label: "share of SS", value: (e) => percent(e.share_of_ss), class: "num" },
+        { label: "effect low→high", value: (e) => `${num(e.effect)} (${num(e.low)}→${num(e.high)})`, class: "num" },
+        { label: "change at optimum", value: (e) => num(e.change_at_optimum), class: "num" },
+        { label: "direction", value: (e) => e.direction },
+        { label: "p", value: (e) => pValue(e.p_value), class: "num" },
+      ], analysis.ranked_factors, { rowProps: () => ({ class: "ranked" }) })),
+    h("section", { class: "card", id: "anova" },
+      h("h3", {}, "ANOVA (type II)"),
+      table([
+        { label: "source", value: (r) => r.source },
+        { label: "df", value: (r) => r.df, class: "num" },
+        { label: "sum of squares", value: (r) => num(r.sum_sq), class: "num" },
+        { label: "mean square", value: (r) => num(r.mean_sq), class: "num" },
+        { label: "F", value: (r) => num(r.f), class: "num" },
+        { label: "p", value: (r) => pValue(r.p_value), class: "num" },
+        { label: "%", value: (r) => percent(r.percent), class: "num" },
+      ], analysis.anova)),
+    h("details", { class: "card" },
+      h("summary", {}, "Coefficients (coded units)"),
+      table([
+        { label: "term", value: (t) => t.name },
+        { label: "coefficient", value: (t) => num(t.coefficient), class: "num" },
+        { label: "SE", value: (t) => num(t.std_error), class: "num" },
+        { label: "t", value: (t) => num(t.t, 3), class: "num" },
+        { label: "p", value: (t) => pValue(t.p_value), class: "num" },
+        { label: "95 % CI", value: (t) => interval(t.ci_low, t.ci_high), class: "num" },
+      ], analysis.terms)));
+}
+
+export function renderEffects(root, analysis, experiment) {
+  const factors = Object.fromEntries(experiment.factors.map((f) => [f.name, f]));
+  const profiles = h("div", { class: "plot", id: "effects-main" });
+  const bars = h("div", { class: "plot", id: "effects-pareto" });
+  fill(root,
+    h("h3", {}, `Main effects on ${analysis.response}: each factor with the others at the optimum (★)`),
+    profiles,
+    h("h3", {}, "Factors ranked by their share of the sum of squares (dark: p < 0.05)"),
+    bars);
+  mainEffects(profiles, analysis, factors, analysis.response);
+  pareto(bars, analysis);
+  return [profiles, bars];
+}
