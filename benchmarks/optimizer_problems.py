@@ -1,16 +1,30 @@
 """The test problems of `benchmarks/optimizer.py`, each with its exact optimum over a mixed space.
 
-- `simulated`: the simulated Galera cluster (worker.targets.simulated), tps maximized over
-  nodes, clients, threads per client, slave threads (integers) and runtime (continuous), with
-  3 % noise on every observation. The optimum is the best point of the integer lattice at 60 s:
-  throughput does not depend on the runtime up to the stall at 120 s and is lower after it.
+The simulated Galera cluster (worker.targets.simulated), tps maximized over nodes, clients,
+threads per client, slave threads (integers) and runtime (continuous); the optimum is the best
+point of the integer lattice at 60 s (throughput does not depend on the runtime up to the stall at
+120 s and is lower after it). Its variants are the noise a real cluster shows:
+- `simulated`: 3 % noise on every observation (log-normal, relative);
+- `simulated_8pct`: 8 % noise, the spread between runs of a real cluster on a bad day;
+- `simulated_hetero`: noise that grows with the load, 2 % at one connection to 10 % at the
+  most (512), as the spread of real runs grows with concurrency;
+- `simulated_failures`: 3 % noise, and a trial fails (no measurement) when it opens more than
+  `MAX_CONNECTIONS` connections, as it would through a proxy limited to that many: more than half
+  of the space fails, the optimum (63 connections) does not;
+- `simulated_workloads`: a categorical factor, the workload (oltp_read_write, a write-heavy mix
+  with half the statements writing, oltp_write_only), row writes per second maximized (18 x
+  write share x tps) with the p95 latency limited to `LATENCY_LIMIT_MS` (a constraint on a
+  second response), 3 % noise; its optimum is the best of the lattice meeting the limit.
 - `hartmann6`: the Hartmann 6-D function (Surjanovic & Bingham, Virtual Library of Simulation
   Experiments), -H maximized, x1..x3 on 9 levels (level / 8) and x4..x6 continuous, noise-free.
   The optimum: for each of the 729 level combinations the best of multi-start L-BFGS-B over the
   continuous dimensions (combinations that provably cannot beat the best so far are skipped).
+  `hartmann6_noisy`: the same with Gaussian noise of 5 % of the optimum's size.
 - `branin`: the Branin function minimized, x1 an integer -5..10 and x2 continuous 0..15,
   noise-free. For a whole x1 it is a quadratic in x2, so its minimum is the clipped vertex.
 
+A configuration is judged by `Problem.score`: its noise-free value when its trial would succeed
+and its noise-free constrained response meets the limit, else None (deploying it fails).
 `problem(name)` builds one (cached per process: the optima take a few seconds).
 """
 
@@ -28,39 +42,81 @@ from scipy.optimize import minimize
 from experiments.factors import Config, FactorSpace, Value
 from worker.targets.simulated import (
     REFERENCE_WRITE_SHARE,
+    STATEMENTS_PER_TRX,
     SimulatedTarget,
     expected_responses,
     response_surface,
 )
 
-PROBLEM_NAMES: tuple[str, ...] = ("simulated", "hartmann6", "branin")
+PROBLEM_NAMES: tuple[str, ...] = (
+    "simulated",
+    "simulated_8pct",
+    "simulated_hetero",
+    "simulated_failures",
+    "simulated_workloads",
+    "hartmann6",
+    "hartmann6_noisy",
+    "branin",
+)
 SIMULATED_NOISE = 0.03
+MAX_CONNECTIONS = 96
+LATENCY_LIMIT_MS = 40.0
+HARTMANN_NOISE = 0.05
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one trial measured: the objective (None when the trial failed) and the problem's
+    constrained second response (None when it has none, or the trial failed)."""
+
+    value: float | None
+    constrained: float | None = None
+
+
+def _always(config: Mapping[str, Value]) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
 class Problem:
-    """A factor space, a noise-free truth, a (noisy) observation and the exact optimum."""
+    """A factor space, a noise-free truth, a (noisy) observation and the exact optimum.
+
+    `feasible` says whether a configuration's trial succeeds and its noise-free constrained
+    response (named `constraint`) stays at or below `constraint_limit`.
+    """
 
     name: str
     space: FactorSpace
     goal: str
     truth: Callable[[Mapping[str, Value]], float]
-    observe: Callable[[Mapping[str, Value], int, int], float]  # (config, seed, run_index)
+    observe: Callable[[Mapping[str, Value], int, int], Observation]  # (config, seed, run_index)
     optimum: float
     optimum_config: Config
     noise: float = 0.0
-    constraint: str | None = None  # a second response that must stay at or below the limit
+    constraint: str | None = None
     constraint_limit: float | None = None
+    feasible: Callable[[Mapping[str, Value]], bool] = _always
+    noise_text: str = ""
 
-    def within(self, value: float, percent: float) -> bool:
+    def score(self, config: Mapping[str, Value]) -> float | None:
+        """The noise-free value of deploying `config`, or None when it fails or breaks the
+        limit."""
+        return self.truth(config) if self.feasible(config) else None
+
+    def within(self, value: float | None, percent: float) -> bool:
         """Whether a true value lies within `percent` % of the optimum, in the goal's sense."""
+        if value is None:
+            return False
         margin = percent / 100.0 * abs(self.optimum)
         if self.goal == "maximize":
             return value >= self.optimum - margin
         return value <= self.optimum + margin
 
-    def percent_of_optimum(self, value: float) -> float:
-        """100 * value / optimum when maximizing, 100 * optimum / value when minimizing."""
+    def percent_of_optimum(self, value: float | None) -> float:
+        """100 * value / optimum when maximizing, 100 * optimum / value when minimizing; 0 for a
+        configuration that fails or breaks the limit."""
+        if value is None:
+            return 0.0
         if self.goal == "maximize":
             return 100.0 * value / self.optimum
         return 100.0 * self.optimum / value
@@ -69,7 +125,16 @@ class Problem:
 @functools.cache
 def problem(name: str) -> Problem:
     """The problem called `name` (one of PROBLEM_NAMES)."""
-    builders = {"simulated": simulated, "hartmann6": hartmann6, "branin": branin}
+    builders: dict[str, Callable[[], Problem]] = {
+        "simulated": lambda: simulated("simulated", _relative(SIMULATED_NOISE)),
+        "simulated_8pct": lambda: simulated("simulated_8pct", _relative(0.08)),
+        "simulated_hetero": lambda: simulated("simulated_hetero", _by_load),
+        "simulated_failures": simulated_failures,
+        "simulated_workloads": simulated_workloads,
+        "hartmann6": lambda: hartmann6("hartmann6", 0.0),
+        "hartmann6_noisy": lambda: hartmann6("hartmann6_noisy", HARTMANN_NOISE),
+        "branin": branin,
+    }
     if name not in builders:
         raise ValueError(f"unknown problem {name!r}; choose from {', '.join(PROBLEM_NAMES)}")
     return builders[name]()
@@ -103,36 +168,177 @@ def simulated_tps(lattice: np.ndarray, runtime_s: float) -> np.ndarray:
     return response_surface(*lattice.T, runtime_s, REFERENCE_WRITE_SHARE)["tps"]
 
 
+@functools.cache
+def simulated_lattice_tps() -> tuple[np.ndarray, np.ndarray]:
+    """The whole lattice and its tps at 60 s, solved once per process for every variant."""
+    lattice = simulated_lattice()
+    return lattice, simulated_tps(lattice, 60.0)
+
+
 def simulated_truth(config: Mapping[str, Value]) -> float:
     """Noise-free tps of one configuration."""
     return expected_responses(config)["tps"]
 
 
-def simulated_observe(config: Mapping[str, Value], seed: int, run_index: int) -> float:
-    """tps of one simulated trial with 3 % noise, seeded by (seed, run_index)."""
-    target = SimulatedTarget("simulated", {"seed": seed, "noise": SIMULATED_NOISE})
-    return target.run(config, run_key=run_index).responses["tps"]
+NoiseOf = Callable[[Mapping[str, Value]], float]
 
 
-def simulated() -> Problem:
-    """The simulated cluster, maximized."""
-    lattice = simulated_lattice()
+def _relative(noise: float) -> NoiseOf:
+    return lambda config: noise
+
+
+def _connections(config: Mapping[str, Value]) -> int:
+    return int(config["clients"]) * int(config["threads_per_client"])  # type: ignore[call-overload]
+
+
+def _by_load(config: Mapping[str, Value]) -> float:
+    """2 % at one connection, rising linearly to 10 % at the space's most (8 x 64)."""
+    return 0.02 + 0.08 * (_connections(config) - 1) / (8 * 64 - 1)
+
+
+def _simulated_run(config: Mapping[str, Value], noise: float, seed: int, run_index: int) -> dict:
+    target = SimulatedTarget("simulated", {"seed": seed, "noise": noise})
+    return target.run(config, run_key=run_index).responses
+
+
+def simulated(name: str, noise: NoiseOf) -> Problem:
+    """The simulated cluster, maximized, with relative noise `noise(config)` on every run."""
     # 60 s is the shortest runtime; any runtime up to 120 s gives the same tps (see the test).
-    values = simulated_tps(lattice, 60.0)
+    lattice, values = simulated_lattice_tps()
     best = int(np.argmax(values))
     config: Config = {
         name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], lattice[best], strict=True)
     }
     config["runtime_s"] = 60.0
+
+    def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
+        return Observation(_simulated_run(config, noise(config), seed, run_index)["tps"])
+
+    low, high = (
+        noise({"clients": 1, "threads_per_client": 1}),
+        noise({"clients": 8, "threads_per_client": 64}),
+    )
+    text = f"{low:.0%} noise" if low == high else f"{low:.0%}-{high:.0%} noise by load"
     return Problem(
-        "simulated",
+        name,
         SIMULATED_SPACE,
         "maximize",
         simulated_truth,
-        simulated_observe,
+        observe,
         float(values[best]),
         config,
-        SIMULATED_NOISE,
+        noise=high,
+        noise_text=text,
+    )
+
+
+def _connections_allowed(config: Mapping[str, Value]) -> bool:
+    return _connections(config) <= MAX_CONNECTIONS
+
+
+def simulated_failures() -> Problem:
+    """`simulated` at 3 % noise, where a trial of more than MAX_CONNECTIONS connections fails."""
+    lattice, values = simulated_lattice_tps()
+    allowed = lattice[:, 1] * lattice[:, 2] <= MAX_CONNECTIONS
+    best = int(np.argmax(np.where(allowed, values, -np.inf)))
+    config: Config = {
+        name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], lattice[best], strict=True)
+    }
+    config["runtime_s"] = 60.0
+
+    def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
+        if not _connections_allowed(config):
+            return Observation(None)
+        return Observation(_simulated_run(config, SIMULATED_NOISE, seed, run_index)["tps"])
+
+    return Problem(
+        "simulated_failures",
+        SIMULATED_SPACE,
+        "maximize",
+        simulated_truth,
+        observe,
+        float(values[best]),
+        config,
+        noise=SIMULATED_NOISE,
+        feasible=_connections_allowed,
+        noise_text=f"3 % noise; more than {MAX_CONNECTIONS} connections fail",
+    )
+
+
+WORKLOAD_WRITE_SHARES: dict[str, float] = {
+    "oltp_read_write": REFERENCE_WRITE_SHARE,
+    "write_heavy": 0.5,
+    "oltp_write_only": 1.0,
+}
+WORKLOADS_SPACE = FactorSpace.from_dicts(
+    [
+        {"name": "workload", "kind": "categorical", "levels": list(WORKLOAD_WRITE_SHARES)},
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "clients", "kind": "integer", "low": 1, "high": 8},
+        {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+    ]
+)
+
+
+def _workload_config(config: Mapping[str, Value]) -> dict[str, Value]:
+    share = WORKLOAD_WRITE_SHARES[str(config["workload"])]
+    return {name: config[name] for name in WORKLOADS_SPACE.names[1:]} | {
+        "write_share": share,
+        "wsrep_slave_threads": 1,
+        "runtime_s": 60.0,
+    }
+
+
+def _row_writes(responses: Mapping[str, float], share: float) -> float:
+    return STATEMENTS_PER_TRX * share * responses["tps"]
+
+
+def workloads_truth(config: Mapping[str, Value]) -> float:
+    """Noise-free row writes per second of one configuration."""
+    resolved = _workload_config(config)
+    return _row_writes(expected_responses(resolved), float(resolved["write_share"]))  # type: ignore[arg-type]
+
+
+def _latency_met(config: Mapping[str, Value]) -> bool:
+    return expected_responses(_workload_config(config))["latency_p95_ms"] <= LATENCY_LIMIT_MS
+
+
+def simulated_workloads() -> Problem:
+    """Row writes per second over the workload and the cluster's shape, with the p95 latency
+    limited; the optimum is the best lattice point meeting the limit."""
+    ranges = [range(1, 10), range(1, 9), range(4, 65)]
+    lattice = np.array(list(itertools.product(*ranges)), dtype=float)
+    best_value, best_config = -math.inf, {}
+    for workload, share in WORKLOAD_WRITE_SHARES.items():
+        surface = response_surface(*lattice.T, np.ones(len(lattice)), 60.0, share)
+        writes = STATEMENTS_PER_TRX * share * surface["tps"]
+        writes = np.where(surface["latency_p95_ms"] <= LATENCY_LIMIT_MS, writes, -np.inf)
+        i = int(np.argmax(writes))
+        if writes[i] > best_value:
+            best_value = float(writes[i])
+            best_config = {"workload": workload} | {
+                name: int(v) for name, v in zip(WORKLOADS_SPACE.names[1:], lattice[i], strict=True)
+            }
+
+    def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
+        resolved = _workload_config(config)
+        measured = _simulated_run(resolved, SIMULATED_NOISE, seed, run_index)
+        share = float(resolved["write_share"])  # type: ignore[arg-type]
+        return Observation(_row_writes(measured, share), measured["latency_p95_ms"])
+
+    return Problem(
+        "simulated_workloads",
+        WORKLOADS_SPACE,
+        "maximize",
+        workloads_truth,
+        observe,
+        workloads_truth(best_config),
+        best_config,
+        noise=SIMULATED_NOISE,
+        constraint="latency_p95_ms",
+        constraint_limit=LATENCY_LIMIT_MS,
+        feasible=_latency_met,
+        noise_text=f"3 % noise; row writes/s with latency_p95_ms <= {LATENCY_LIMIT_MS:g}",
     )
 
 
@@ -173,11 +379,6 @@ def hartmann6_truth(config: Mapping[str, Value]) -> float:
     x = np.array([float(config[f"x{i}"]) for i in range(1, 7)])  # type: ignore[arg-type]
     x[:3] /= HARTMANN_LEVELS - 1
     return -float(hartmann6_function(x))
-
-
-def hartmann6_observe(config: Mapping[str, Value], seed: int, run_index: int) -> float:
-    """Noise-free: the observation is the truth."""
-    return hartmann6_truth(config)
 
 
 def _hartmann_and_gradient(z: np.ndarray, fixed: np.ndarray) -> tuple[float, np.ndarray]:
@@ -224,17 +425,29 @@ def hartmann6_mixed_optimum(starts: int = 3, grid: int = 6) -> tuple[float, Conf
     return hartmann6_truth(best_config), best_config
 
 
-def hartmann6() -> Problem:
-    """Hartmann 6-D on 9 levels x 3 continuous, -H maximized, noise-free."""
+def hartmann6(name: str, noise: float) -> Problem:
+    """Hartmann 6-D on 9 levels x 3 continuous, -H maximized, with Gaussian noise of `noise`
+    times the optimum's size."""
     value, config = hartmann6_mixed_optimum()
+    sd = noise * abs(value)
+
+    def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
+        truth = hartmann6_truth(config)
+        if sd == 0:
+            return Observation(truth)
+        rng = np.random.default_rng([seed, run_index])
+        return Observation(truth + float(rng.normal(0.0, sd)))
+
     return Problem(
-        "hartmann6",
+        name,
         HARTMANN_SPACE,
         "maximize",
         hartmann6_truth,
-        hartmann6_observe,
+        observe,
         value,
         config,
+        noise=noise,
+        noise_text=f"Gaussian noise of {noise:.0%} of the optimum" if noise else "noise-free",
     )
 
 
@@ -266,9 +479,9 @@ def branin_truth(config: Mapping[str, Value]) -> float:
     return float(branin_function(float(config["x1"]), float(config["x2"])))  # type: ignore[arg-type]
 
 
-def branin_observe(config: Mapping[str, Value], seed: int, run_index: int) -> float:
+def branin_observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
     """Noise-free: the observation is the truth."""
-    return branin_truth(config)
+    return Observation(branin_truth(config))
 
 
 def branin_mixed_optimum() -> tuple[float, Config]:
@@ -294,4 +507,5 @@ def branin() -> Problem:
         branin_observe,
         value,
         config,
+        noise_text="noise-free",
     )
