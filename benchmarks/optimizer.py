@@ -22,7 +22,8 @@ Figures, each as median [25th, 75th percentile] over the seeds:
   the best noise-free value among the configurations tried lies within that share (what no user
   sees), and "reached" how many seeds got there. A seed that never gets there counts as
   budget + 1.
-- ms per suggestion: the time a method spends proposing, divided by the trials proposed;
+- ms per suggestion: the time a method spends proposing and recommending, divided by the
+  trials proposed (the service fits one model for both);
 - stopped: seeds where the method stopped before the budget; errors: seeds where proposing
   raised (the race ends there; each distinct error is printed under the tables).
 `auto` chooses its path by the budget, so its figures at each reported budget come from a run
@@ -85,7 +86,7 @@ class Race:
     values: list[float | None]
     truths: list[float | None]  # score of each tried configuration (None: fails or breaks limit)
     recommended: list[float | None]  # score of the recommendation after trial i + 1
-    ask_seconds: float
+    ask_seconds: float  # proposing and recommending
     proposed: int
     ended: str  # "budget", "error", or the method's own stop reason
     error: str | None = None  # the traceback when proposing raised
@@ -121,11 +122,14 @@ def race(problem: Problem, method: Method, seed: int, budget: int) -> Race:
             history.point_types.append(point_type)
             truths.append(problem.score(config))
             recommended.append(current)
+        started = time.perf_counter()
         try:
             pick = method.recommend(history)
         except Exception:
             ended, error = "error", traceback.format_exc()
             break
+        finally:
+            ask_seconds += time.perf_counter() - started
         # Within a batch the user still holds the recommendation from before it.
         current = None if pick is None else problem.score(pick)
         recommended[-1] = current
