@@ -33,18 +33,12 @@ METHOD_NAMES: tuple[str, ...] = (*BASELINES, *PEERS, *OURS)
 MAX_GRID_LEVELS = 9  # the planner's limit on full factorial levels
 
 
-def meets_limit(problem: Problem, constrained: float | None) -> bool:
-    """Whether a measured constrained response meets the problem's limit (always, without)."""
-    limit = problem.constraint_limit
-    return limit is None or (constrained is not None and constrained <= limit)
-
-
 def feasible_runs(problem: Problem, history: History) -> list[int]:
     """Indices of the trials that succeeded and met the problem's limit as measured."""
     return [
         i
         for i, value in enumerate(history.values)
-        if value is not None and meets_limit(problem, history.constrained[i])
+        if value is not None and problem.meets_limit(history.constrained[i])
     ]
 
 

@@ -188,12 +188,7 @@ class Peer:
     def _usable(self, history: History, i: int) -> bool:
         if history.values[i] is None:
             return False
-        constrained = _constrained(history, i)
-        return constrained is None or self._feasible(constrained)
-
-    def _feasible(self, constrained: float) -> bool:
-        limit = self.problem.constraint_limit
-        return limit is None or constrained <= limit
+        return self.problem.meets_limit(_constrained(history, i))
 
     def _tell_new(self, history: History) -> None:
         for i in range(self._told, len(history)):
@@ -358,7 +353,7 @@ class Smac(Peer):
         from smac.runhistory.enumerations import StatusType
 
         assert self.facade is not None
-        if value is None or (constrained is not None and not self._feasible(constrained)):
+        if value is None or not self.problem.meets_limit(constrained):
             result = TrialValue(cost=math.inf, status=StatusType.CRASHED)
         else:
             result = TrialValue(cost=self._cost(value))
@@ -427,7 +422,7 @@ class Hebo(Peer):
         if value is None:
             self.opt.observe(handle, np.array([[np.nan]]))  # HEBO drops non-finite rows
             return
-        feasible = constrained is None or self._feasible(constrained)
+        feasible = self.problem.meets_limit(constrained)
         self._rows.append((self._cost(value), feasible))
         self.opt.observe(handle, np.array([[self._cost(value)]]))
         self._penalize()

@@ -98,6 +98,12 @@ class Problem:
     feasible: Callable[[Mapping[str, Value]], bool] = _always
     noise_text: str = ""
 
+    def meets_limit(self, measured: float | None) -> bool:
+        """Whether a measured value of the constrained response meets the limit (always, when
+        the problem has none; never, when a limit has no measurement to judge)."""
+        limit = self.constraint_limit
+        return limit is None or (measured is not None and measured <= limit)
+
     def score(self, config: Mapping[str, Value]) -> float | None:
         """The noise-free value of deploying `config`, or None when it fails or breaks the
         limit."""
@@ -129,7 +135,12 @@ def problem(name: str) -> Problem:
         "simulated": lambda: simulated("simulated", _relative(SIMULATED_NOISE)),
         "simulated_8pct": lambda: simulated("simulated_8pct", _relative(0.08)),
         "simulated_hetero": lambda: simulated("simulated_hetero", _by_load),
-        "simulated_failures": simulated_failures,
+        "simulated_failures": lambda: simulated(
+            "simulated_failures",
+            _relative(SIMULATED_NOISE),
+            feasible=_connections_allowed,
+            failing=f"more than {MAX_CONNECTIONS} connections fail",
+        ),
         "simulated_workloads": simulated_workloads,
         "hartmann6": lambda: hartmann6("hartmann6", 0.0),
         "hartmann6_noisy": lambda: hartmann6("hartmann6_noisy", HARTMANN_NOISE),
@@ -201,17 +212,29 @@ def _simulated_run(config: Mapping[str, Value], noise: float, seed: int, run_ind
     return target.run(config, run_key=run_index).responses
 
 
-def simulated(name: str, noise: NoiseOf) -> Problem:
-    """The simulated cluster, maximized, with relative noise `noise(config)` on every run."""
+def simulated(
+    name: str,
+    noise: NoiseOf,
+    *,
+    feasible: Callable[[Mapping[str, Value]], bool] = _always,
+    failing: str = "",
+) -> Problem:
+    """The simulated cluster, maximized, with relative noise `noise(config)` on every run; a
+    trial of a configuration that is not `feasible` fails (`failing` says which), and the
+    optimum is the best feasible lattice point."""
     # 60 s is the shortest runtime; any runtime up to 120 s gives the same tps (see the test).
     lattice, values = simulated_lattice_tps()
+    names = SIMULATED_SPACE.names[:4]
+    if feasible is not _always:
+        allowed = np.array([feasible(dict(zip(names, row, strict=True))) for row in lattice])
+        values = np.where(allowed, values, -np.inf)
     best = int(np.argmax(values))
-    config: Config = {
-        name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], lattice[best], strict=True)
-    }
+    config: Config = {name: int(v) for name, v in zip(names, lattice[best], strict=True)}
     config["runtime_s"] = 60.0
 
     def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
+        if not feasible(config):
+            return Observation(None)
         return Observation(_simulated_run(config, noise(config), seed, run_index)["tps"])
 
     low, high = (
@@ -228,41 +251,13 @@ def simulated(name: str, noise: NoiseOf) -> Problem:
         float(values[best]),
         config,
         noise=high,
-        noise_text=text,
+        feasible=feasible,
+        noise_text=f"{text}; {failing}" if failing else text,
     )
 
 
 def _connections_allowed(config: Mapping[str, Value]) -> bool:
     return _connections(config) <= MAX_CONNECTIONS
-
-
-def simulated_failures() -> Problem:
-    """`simulated` at 3 % noise, where a trial of more than MAX_CONNECTIONS connections fails."""
-    lattice, values = simulated_lattice_tps()
-    allowed = lattice[:, 1] * lattice[:, 2] <= MAX_CONNECTIONS
-    best = int(np.argmax(np.where(allowed, values, -np.inf)))
-    config: Config = {
-        name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], lattice[best], strict=True)
-    }
-    config["runtime_s"] = 60.0
-
-    def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
-        if not _connections_allowed(config):
-            return Observation(None)
-        return Observation(_simulated_run(config, SIMULATED_NOISE, seed, run_index)["tps"])
-
-    return Problem(
-        "simulated_failures",
-        SIMULATED_SPACE,
-        "maximize",
-        simulated_truth,
-        observe,
-        float(values[best]),
-        config,
-        noise=SIMULATED_NOISE,
-        feasible=_connections_allowed,
-        noise_text=f"3 % noise; more than {MAX_CONNECTIONS} connections fail",
-    )
 
 
 WORKLOAD_WRITE_SHARES: dict[str, float] = {
