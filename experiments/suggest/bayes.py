@@ -10,9 +10,10 @@ Candidates are the lattice of `experiments.lattice` (every integer of an integer
 stays small, else a coarse grid, plus the observed values), searched by the same
 `experiments.lattice_search` as the optimum of a fitted model: whole when it has at most
 `MAX_SCORED` points, else coordinate-wise from the ten best of a seeded scrambled Sobol set
-snapped to it; the best point then moves to better neighbours (+-1 on an integer factor, off the
-grid too, a shrinking coded step on a continuous one), so integer factors are searched on their
-own values, never rounded after the fact.
+snapped to it and from the three best configurations run (EI often peaks beside them); the best
+point then moves to better neighbours (+-1 on an integer factor, off the grid too, a shrinking
+coded step on a continuous one), so integer factors are searched on their own values, never
+rounded after the fact.
 
 Limits on other responses (``latency_p95_ms <= 50``): each limited response gets a Gaussian
 process of its own, and EI is multiplied by the probability that every limit is met (Gardner et
@@ -25,11 +26,16 @@ observed configuration earns credit only for what the model still does not know 
 repeats of observed configurations are excluded, unless the fitted noise variance exceeds the
 signal variance (noise dominates, so replicating is a fair way to learn). Points already in the
 batch and configurations whose trials failed are always excluded; a failed configuration also
-enters the model as the worst result so far, which keeps the search away from where trials
-fail. When noise makes the best point uncertain (the runner-up has a 30 % chance of being
-better, and the incumbent's own uncertainty is twice what any new point is expected to gain)
-the batch starts with a replicate of the incumbent, at most one repeat per configuration and
-one replicate in five runs, once there are three runs per model column to judge noise by.
+enters the model as the worst result so far, which keeps the search away from where trials fail.
+When noise makes the best point uncertain (the runner-up has a 30 % chance of being better, and
+the incumbent's own uncertainty is twice what any new point is expected to gain) the batch
+starts with a replicate of the incumbent, at most one repeat per configuration and one replicate
+in five runs, once there are three runs per model column to judge noise by. The recommendation
+(`recommend`: best mean less one standard deviation) may pass over the configuration of best
+mean because it was measured too few times to be sure of; then that configuration is measured
+again first (as SMAC's racing runs a challenger until it has as many runs as the incumbent), at
+most `MAX_CHALLENGE_RUNS` times: otherwise a lucky neighbour can hold the recommendation while
+the better configuration is never looked at again.
 
 A batch of q points is chosen by the kriging believer: after each pick its predicted mean is
 added as if observed and the model is refitted with the same hyperparameters, which shrinks the
@@ -83,11 +89,19 @@ _RUNNER_UP_CHANCE = 0.3
 # not within this many runs of the last replicate: learning where the optimum is comes first.
 _UNCERTAINTY_OVER_GAIN = 2.0
 _REPLICATE_SPACING = 5
+# A configuration of best mean that the recommendation passes over for its uncertainty is
+# measured again until it has as many runs as the recommendation, at most this many, and not
+# within this many runs of the last replicate.
+MAX_CHALLENGE_RUNS = 3
+_CHALLENGE_SPACING = 2
 _RUNS_TO_JUDGE_NOISE_PER_FEATURE = 3
 # The recommendation is the run configuration of best mean less this many standard deviations
 # of that mean: a configuration measured once beside well-measured ones must be better by more
 # than its own uncertainty to be what the user deploys.
 RECOMMENDATION_RISK = 1.0
+# Expected improvement is searched from this many of the best configurations run, besides the
+# quasi-random starts: it often peaks beside them.
+_LEADERS = 3
 # The share of its score a candidate keeps when its predicted means break a limit.
 _BREAKS_LIMIT = 1e-6
 
@@ -250,6 +264,32 @@ class _Fitted:
         deploy = _Incumbent.of(space, observed, target, model, x, guards, RECOMMENDATION_RISK)
         return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent, deploy)
 
+    def challenge(self, sign: float) -> Suggestion | None:
+        """A replicate of the configuration of best mean when the recommendation passes it over
+        for its uncertainty alone (module docstring)."""
+        top, deploy = self.incumbent, self.deploy
+        if top.config == deploy.config or top.runs >= min(deploy.runs, MAX_CHALLENGE_RUNS):
+            return None
+        units = self.space.units
+        reason = (
+            f"Measure {describe_config(top.config, units)} again: the model puts its mean highest"
+            f" ({format_value(sign * top.mean)} ± {format_value(top.sd)} after {top.runs}"
+            f" run(s)), but {describe_config(deploy.config, units)}"
+            f" ({format_value(sign * deploy.mean)} ± {format_value(deploy.sd)} after"
+            f" {deploy.runs} run(s)) stays the recommendation while the leader is that"
+            " uncertain. One more run settles which of the two the user should deploy."
+        )
+        return Suggestion(
+            config=dict(top.config),
+            strategy="bayes",
+            point_type="replicate",
+            reason=reason,
+            predicted=sign * top.mean,
+            uncertainty=top.sd,
+            expected_improvement=None,
+            predicted_by=MODEL_NAME,
+        )
+
 
 def _batch(
     fitted: _Fitted, pool: _Pool, sign: float, count: int, point_types: list[str]
@@ -265,17 +305,20 @@ def _batch(
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
     current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
-    first = pool.best(_scorer(current, best, guards), excluded)
-    recent = point_types[-_REPLICATE_SPACING:]
-    if first is not None and fitted.judged and "replicate" not in recent:
-        replicate = incumbent.replicate(space, sign, first[1])
+    first = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
+    replicate = None
+    if first is not None and fitted.judged:
+        if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
+            replicate = fitted.challenge(sign)
+        if replicate is None and "replicate" not in point_types[-_REPLICATE_SPACING:]:
+            replicate = incumbent.replicate(space, sign, first[1])
         if replicate is not None:
             suggestions.append(replicate)
             point = encoder.features([[replicate.config[n] for n in space.names]])
-            xs, ts = np.vstack([xs, point]), np.append(ts, incumbent.mean)
+            xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
             current = refit(current, xs, ts)
     while len(suggestions) < count:
-        pick = pool.best(_scorer(current, best, guards), excluded)
+        pick = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
         if pick is None:
             break
         row, ei = pick
@@ -384,6 +427,7 @@ class _Incumbent:
     observed: float  # the mean of its measurements (maximized sense)
     runner_up: tuple[Config, float, float] | None
     meets_limits: bool
+    leaders: tuple[Config, ...]  # the best few by the same judgement, where EI's search starts
 
     @classmethod
     def of(
@@ -421,6 +465,7 @@ class _Incumbent:
             observed=float(np.mean(target[mine])),
             runner_up=runner,
             meets_limits=bool(ok[top]) and bool(guards),
+            leaders=tuple(observed[distinct[int(i)]] for i in order[:_LEADERS]),
         )
 
     def recommendation(self, space: FactorSpace, sign: float) -> Recommendation:
@@ -547,7 +592,10 @@ class _Pool:
         return satisfied_rows(self.constraints, self.space, rows)
 
     def best(
-        self, score: Callable[[np.ndarray], np.ndarray], excluded: set[tuple[Value, ...]]
+        self,
+        score: Callable[[np.ndarray], np.ndarray],
+        excluded: set[tuple[Value, ...]],
+        around: Sequence[Config] = (),
     ) -> tuple[list[Value], float] | None:
         """The allowed, not excluded point of highest score, or None when none is left."""
 
@@ -573,6 +621,7 @@ class _Pool:
         if len(self.starts):
             ranked = np.argsort(-scored(self.starts), kind="stable")[:_STARTS]
             starts = [[int(i) for i in self.starts[r]] for r in ranked]
+            starts += [i for i in map(self.lattice.index_of, around) if i is not None]
         found = search(self.lattice, scored, budget=MAX_SCORED, starts=starts)
         if not np.isfinite(found.score):
             return None

@@ -11,7 +11,7 @@ from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
-from experiments.suggest.bayes import bayes, recommend
+from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, recommend
 from experiments.suggest.gaussian_process import training_rows
 
 
@@ -47,14 +47,14 @@ def run_loop(sp, start, response, steps, **options):
 
 
 def test_closed_loop_finds_the_exact_integer_optimum():
-    configs, values = run_loop(NODES_THREADS, CORNERS, bowl, 15, seed=0)
+    configs, values = run_loop(NODES_THREADS, CORNERS, bowl, 20, seed=0)
     assert {"nodes": 6, "threads": 23} in configs
     assert max(values) == 1000.0
 
 
 def test_minimize_finds_the_exact_integer_minimum():
     latency = lambda c: -bowl(c) + 2000.0  # noqa: E731 - lowest, 1000, at 6 nodes x 23 threads
-    configs, values = run_loop(NODES_THREADS, CORNERS, latency, 15, goal="minimize", seed=0)
+    configs, values = run_loop(NODES_THREADS, CORNERS, latency, 20, goal="minimize", seed=0)
     assert {"nodes": 6, "threads": 23} in configs
     assert min(values) == 1000.0
 
@@ -294,6 +294,46 @@ def test_the_recommendation_beats_the_luckiest_run_under_noise():
     low = recommend(NODES_THREADS, configs, [-v for v in values], goal="minimize", seed=19)
     assert low.config == found.config and low.predicted == pytest.approx(-found.predicted)
     assert found.reason.startswith("Deploy nodes=")
+
+
+def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
+    # Noisy runs, the recommendation measured three times, then another configuration measured
+    # once and luckier and luckier: between a lead too small to matter and one large enough to
+    # take the recommendation, some configuration leads on mean but not on mean less its
+    # uncertainty, and the next batch measures it again (until it has as many runs as the
+    # recommendation) ahead of the search.
+    challenged = set()
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        configs = [
+            {"nodes": int(n), "threads": int(t)}
+            for n, t in zip(rng.integers(1, 10, 30), rng.integers(1, 65, 30), strict=True)
+        ]
+        values = [bowl(c) + rng.normal(0, 60) for c in configs]
+        deployed = recommend(NODES_THREADS, configs, values, seed=seed).config
+        configs += [deployed, deployed]
+        values += [bowl(deployed) + rng.normal(0, 60) for _ in range(2)]
+        mean = np.mean([v for c, v in zip(configs, values, strict=True) if c == deployed])
+        lucky = (
+            {"nodes": 6, "threads": 23} if deployed["threads"] < 16 else {"nodes": 6, "threads": 8}
+        )
+        types = ["bayes"] * (len(configs) + 1)
+        for lead in range(0, 400, 25):
+            runs = ([*configs, lucky], [*values, mean + lead])
+            (first, *_), deploy = bayes_batch(NODES_THREADS, *runs, point_types=types)
+            if not first.reason.startswith("Measure "):
+                continue
+            challenged.add(seed)
+            measured = sum(c == first.config for c in runs[0])
+            assert first.point_type == "replicate" and first.config != deploy.config
+            assert first.predicted > deploy.predicted
+            assert 1 <= measured < min(deploy.runs, MAX_CHALLENGE_RUNS)
+            # Right after a replicate the search comes first.
+            (later, *_), _ = bayes_batch(
+                NODES_THREADS, *runs, point_types=[*types[:-1], "replicate"]
+            )
+            assert later.point_type == "bayes"
+    assert len(challenged) >= 3
 
 
 def test_the_recommendation_meets_the_limits_when_a_run_is_predicted_to():
