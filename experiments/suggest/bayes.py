@@ -279,16 +279,7 @@ class _Fitted:
             f" {deploy.runs} run(s)) stays the recommendation while the leader is that"
             " uncertain. One more run settles which of the two the user should deploy."
         )
-        return Suggestion(
-            config=dict(top.config),
-            strategy="bayes",
-            point_type="replicate",
-            reason=reason,
-            predicted=sign * top.mean,
-            uncertainty=top.sd,
-            expected_improvement=None,
-            predicted_by=MODEL_NAME,
-        )
+        return top.measured_again(sign, reason)
 
 
 def _batch(
@@ -512,6 +503,10 @@ class _Incumbent:
             f" uncertainty is larger than the {format_value(best_gain)} any new configuration"
             " is expected to gain, so measuring the incumbent again is worth more."
         )
+        return self.measured_again(sign, reason)
+
+    def measured_again(self, sign: float, reason: str) -> Suggestion:
+        """A replicate of this configuration, for `reason`."""
         return Suggestion(
             config=dict(self.config),
             strategy="bayes",

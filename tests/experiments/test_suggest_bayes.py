@@ -242,13 +242,18 @@ def test_one_suggestion_from_60_runs_of_5_factors_within_a_second():
     assert elapsed < 2.0
 
 
-def noisy_plateau(noise: float) -> tuple[list[dict], list[float]]:
-    """30 runs of a response that barely changes near its top, measured with `noise`."""
-    rng = np.random.default_rng(3)
-    configs = [
+def random_configs(rng: np.random.Generator) -> list[dict]:
+    """30 configurations of NODES_THREADS drawn uniformly from its integers."""
+    return [
         {"nodes": int(n), "threads": int(t)}
         for n, t in zip(rng.integers(1, 10, 30), rng.integers(1, 65, 30), strict=True)
     ]
+
+
+def noisy_plateau(noise: float) -> tuple[list[dict], list[float]]:
+    """30 runs of a response that barely changes near its top, measured with `noise`."""
+    rng = np.random.default_rng(3)
+    configs = random_configs(rng)
     values = [1000 - 2 * (c["nodes"] - 5) ** 2 + rng.normal(0, noise) for c in configs]
     return configs, values
 
@@ -277,10 +282,7 @@ def test_the_recommendation_beats_the_luckiest_run_under_noise():
     recommended, luckiest = [], []
     for seed in range(20):
         rng = np.random.default_rng(seed)
-        configs = [
-            {"nodes": int(n), "threads": int(t)}
-            for n, t in zip(rng.integers(1, 10, 30), rng.integers(1, 65, 30), strict=True)
-        ]
+        configs = random_configs(rng)
         values = [bowl(c) + rng.normal(0, 150) for c in configs]
         found = recommend(NODES_THREADS, configs, values, seed=seed)
         assert found.config in configs and found.predicted_by == "gaussian process"
@@ -305,10 +307,7 @@ def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
     challenged = set()
     for seed in range(5):
         rng = np.random.default_rng(seed)
-        configs = [
-            {"nodes": int(n), "threads": int(t)}
-            for n, t in zip(rng.integers(1, 10, 30), rng.integers(1, 65, 30), strict=True)
-        ]
+        configs = random_configs(rng)
         values = [bowl(c) + rng.normal(0, 60) for c in configs]
         deployed = recommend(NODES_THREADS, configs, values, seed=seed).config
         configs += [deployed, deployed]

@@ -90,20 +90,18 @@ export function surfacePanel(root, initial) {
           h("p", {}, "○ runs (projected onto the plane) · ★ the optimum")))),
     errors);
 
-  xSelect.addEventListener("change", () => {
-    if (xSelect.value === state.y) { state.y = state.x; ySelect.value = state.y; }
-    state.x = xSelect.value;
-    ctx.setQuery({ sx: state.x, sy: state.y });
-    buildSliders();
-    load();
-  });
-  ySelect.addEventListener("change", () => {
-    if (ySelect.value === state.x) { state.x = state.y; xSelect.value = state.x; }
-    state.y = ySelect.value;
-    ctx.setQuery({ sx: state.x, sy: state.y });
-    buildSliders();
-    load();
-  });
+  // Picking the other axis's factor swaps the two axes instead of plotting one factor twice.
+  function onAxisChange(select, axis, other, otherSelect) {
+    select.addEventListener("change", () => {
+      if (select.value === state[other]) { state[other] = state[axis]; otherSelect.value = state[other]; }
+      state[axis] = select.value;
+      ctx.setQuery({ sx: state.x, sy: state.y });
+      buildSliders();
+      load();
+    });
+  }
+  onAxisChange(xSelect, "x", "y", ySelect);
+  onAxisChange(ySelect, "y", "x", xSelect);
 
   function heldValue(name) {
     return name in state.held ? state.held[name] : ctx.analysis.optimum.config[name];
