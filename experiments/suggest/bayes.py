@@ -24,8 +24,12 @@ configuration predicted to meet them.
 Repeats: EI uses the standard deviation of the mean response (the noise term left out), so an
 observed configuration earns credit only for what the model still does not know there. Exact
 repeats of observed configurations are excluded, unless the fitted noise variance exceeds the
-signal variance (noise dominates, so replicating is a fair way to learn). Points already in the
-batch and configurations whose trials failed are always excluded; a failed configuration also
+signal variance (noise dominates, so replicating is a fair way to learn). While it does not,
+near repeats score no EI either: candidates the model cannot tell from a configuration run
+(`gaussian_process.indistinguishable`, e.g. the incumbent with its runtime 2 s longer), which EI
+under noise would otherwise keep choosing, since the uncertainty of a mean shrinks only with the
+square root of its runs; such points are measured only as the replicates below. Points already
+in the batch and configurations whose trials failed are always excluded; a failed configuration also
 enters the model as the worst result so far, which keeps the search away from where trials fail.
 When noise makes the best point uncertain (the runner-up has a 30 % chance of being better, and
 the incumbent's own uncertainty is twice what any new point is expected to gain) the batch
@@ -65,6 +69,7 @@ from experiments.suggest.gaussian_process import (
     Encoder,
     expected_improvement,
     fit,
+    indistinguishable,
     mean_and_sd,
     noise_variance,
     one_blas_thread,
@@ -217,6 +222,7 @@ class _Fitted:
     guards: list[_Guard]
     judged: bool
     excluded: set[tuple[Value, ...]]
+    near_repeats_excluded: bool
     incumbent: _Incumbent
     deploy: _Incumbent  # the recommendation: judged by its mean less one standard deviation
 
@@ -257,12 +263,25 @@ class _Fitted:
         # replicate; but only with runs enough to tell noise from shape (a few runs look like
         # noise to any model).
         judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
-        repeats_allowed = judged and noise_variance(model) > signal_variance(model)
+        noise_dominates = noise_variance(model) > signal_variance(model)
+        repeats_allowed = judged and noise_dominates
         excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
         excluded |= {_key(space, c) for c in broken}
         incumbent = _Incumbent.of(space, observed, target, model, x, guards)
         deploy = _Incumbent.of(space, observed, target, model, x, guards, RECOMMENDATION_RISK)
-        return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent, deploy)
+        return cls(
+            space,
+            encoder,
+            x_fit,
+            t_fit,
+            model,
+            guards,
+            judged,
+            excluded,
+            not noise_dominates,
+            incumbent,
+            deploy,
+        )
 
     def challenge(self, sign: float) -> Suggestion | None:
         """A replicate of the configuration of best mean when the recommendation passes it over
@@ -296,7 +315,8 @@ def _batch(
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
     current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
-    first = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
+    near = fitted.near_repeats_excluded
+    first = pool.best(_scorer(current, best, guards, near), excluded, incumbent.leaders)
     replicate = None
     if first is not None and fitted.judged:
         if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
@@ -309,7 +329,7 @@ def _batch(
             xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
             current = refit(current, xs, ts)
     while len(suggestions) < count:
-        pick = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
+        pick = pool.best(_scorer(current, best, guards, near), excluded, incumbent.leaders)
         if pick is None:
             break
         row, ei = pick
@@ -392,13 +412,19 @@ class _Guard:
 
 
 def _scorer(
-    model: GaussianProcessRegressor, best: float, guards: Sequence[_Guard]
+    model: GaussianProcessRegressor,
+    best: float,
+    guards: Sequence[_Guard],
+    near_repeats_excluded: bool,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """EI over `best`, times the probability of meeting every limit; a point whose predicted
-    means break a limit keeps a tiny share, so it wins only when no candidate meets them."""
+    means break a limit keeps a tiny share, so it wins only when no candidate meets them; a
+    near repeat of a point the model holds scores nothing when `near_repeats_excluded`."""
 
     def score(x: np.ndarray) -> np.ndarray:
         ei = expected_improvement(model, x, best)
+        if near_repeats_excluded:
+            ei = np.where(indistinguishable(model, x), 0.0, ei)
         for guard in guards:
             ei = ei * guard.probability(x) * np.where(guard.met(x), 1.0, _BREAKS_LIMIT)
         return ei

@@ -35,6 +35,7 @@ __all__ = [
     "Encoder",
     "expected_improvement",
     "fit",
+    "indistinguishable",
     "mean_and_sd",
     "noise_variance",
     "one_blas_thread",
@@ -206,6 +207,15 @@ def mean_and_sd(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndar
     scale = float(np.atleast_1d(model._y_train_std)[0])
     noise = noise_variance(model) * scale**2
     return np.asarray(mean, dtype=float), np.sqrt(np.maximum(np.square(sd) - noise, 0.0))
+
+
+def indistinguishable(model: GaussianProcessRegressor, x: np.ndarray) -> np.ndarray:
+    """Which rows of `x` the model cannot tell from a row it was trained on: the variance of
+    the difference of their means, 2 x signal x (1 - correlation), is below the run-to-run
+    noise, so a run there would be a replicate in all but name."""
+    signal, noise = signal_variance(model), noise_variance(model)
+    correlation = model.kernel_.k1.k2(x, model.X_train_).max(axis=1)
+    return 2.0 * signal * (1.0 - correlation) < noise
 
 
 def expected_improvement(model: GaussianProcessRegressor, x: np.ndarray, best: float) -> np.ndarray:
