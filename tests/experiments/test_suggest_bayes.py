@@ -12,7 +12,7 @@ from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
 from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, recommend
-from experiments.suggest.gaussian_process import training_rows
+from experiments.suggest.gaussian_process import fit, indistinguishable, training_rows
 
 
 def space(*factors: dict) -> FactorSpace:
@@ -333,6 +333,44 @@ def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
             )
             assert later.point_type == "bayes"
     assert len(challenged) >= 3
+
+
+def test_a_point_is_indistinguishable_from_a_run_only_when_noise_hides_the_difference():
+    rng = np.random.default_rng(0)
+    x = np.linspace(-1.0, 1.0, 40)[:, None]
+    signal = np.sin(3.0 * x[:, 0])
+    near, far = x[[7]] + 1e-3, np.array([[3.0]])
+    noisy = fit(x, signal + rng.normal(0.0, 0.2, len(x)), seed=0)
+    assert indistinguishable(noisy, near).tolist() == [True]
+    assert indistinguishable(noisy, far).tolist() == [False]
+    # Without noise the smallest step is a different point worth a run.
+    exact = fit(x, signal, seed=0)
+    assert indistinguishable(exact, near).tolist() == [False]
+
+
+NODES_RUNTIME = space(
+    {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+    {"name": "runtime_s", "kind": "continuous", "low": 60, "high": 180},
+)
+
+
+def test_under_noise_a_run_is_not_suggested_again_with_its_runtime_nudged():
+    # The runtime does nothing; nodes peak at 6 under noise as large as a step's difference.
+    # Replicates aside, the search spends its runs on other points, not on a run a second off.
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        configs = [
+            {"nodes": int(n), "runtime_s": float(r)}
+            for n, r in zip(rng.integers(1, 10, 20), rng.uniform(60, 180, 20), strict=True)
+        ]
+        values = [1000 - 10 * (c["nodes"] - 6) ** 2 + rng.normal(0, 15) for c in configs]
+        suggestions = bayes(NODES_RUNTIME, configs, values, count=3, seed=seed)
+        for s in suggestions:
+            assert s.point_type == "replicate" or not any(
+                c["nodes"] == s.config["nodes"]
+                and abs(c["runtime_s"] - s.config["runtime_s"]) < 2.0
+                for c in configs
+            ), (seed, s.config)
 
 
 def test_the_recommendation_meets_the_limits_when_a_run_is_predicted_to():
