@@ -139,7 +139,9 @@ def test_an_accepted_suggestion_runs_on_the_worker(service: Client):
     plan = service.suggest(created["id"], strategy="bayes", count=2)
     assert plan["stage"] == "bayes" and len(plan["suggestions"]) == 2
     trial = service.accept(created["id"], plan["suggestions"][0]["id"])
-    assert trial["status"] == "queued" and trial["source"] == "suggestion"
+    # The answer is read after the trial is sent: a quick worker may have claimed it already.
+    assert trial["status"] in ("queued", "running", "succeeded")
+    assert trial["source"] == "suggestion"
     wait_for_status(service, created["id"], "completed")
     ran = service.trial(trial["id"])
     assert ran["status"] == "succeeded" and ran["config"] == plan["suggestions"][0]["config"]
