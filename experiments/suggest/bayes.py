@@ -69,7 +69,6 @@ from experiments.suggest.gaussian_process import (
     Encoder,
     expected_improvement,
     fit,
-    indistinguishable,
     mean_and_sd,
     noise_variance,
     one_blas_thread,
@@ -422,9 +421,7 @@ def _scorer(
     near repeat of a point the model holds scores nothing when `near_repeats_excluded`."""
 
     def score(x: np.ndarray) -> np.ndarray:
-        ei = expected_improvement(model, x, best)
-        if near_repeats_excluded:
-            ei = np.where(indistinguishable(model, x), 0.0, ei)
+        ei = expected_improvement(model, x, best, near_repeats=not near_repeats_excluded)
         for guard in guards:
             ei = ei * guard.probability(x) * np.where(guard.met(x), 1.0, _BREAKS_LIMIT)
         return ei

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 from scipy.stats import norm
 from sklearn.exceptions import ConvergenceWarning
@@ -200,29 +201,52 @@ def signal_variance(model: GaussianProcessRegressor) -> float:
     return float(model.kernel_.k1.k1.constant_value)
 
 
+def _posterior(
+    model: GaussianProcessRegressor, x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and standard deviation of the mean response at each row of `x`, and the row's
+    largest correlation with a training row, from one evaluation of the kernel (what
+    `GaussianProcessRegressor.predict` computes, the noise term left out of the deviation)."""
+    signal = signal_variance(model)
+    # Why the private attributes: predict() would evaluate the kernel a second time, and the
+    # correlations are what the near-repeat rule needs; the white term is zero off the
+    # training rows, so the cross-covariance is the signal kernel's.
+    cross = model.kernel_.k1(x, model.X_train_)
+    scale = float(np.atleast_1d(model._y_train_std)[0])
+    offset = float(np.atleast_1d(model._y_train_mean)[0])
+    mean = (cross @ np.ravel(model.alpha_)) * scale + offset
+    v = scipy.linalg.solve_triangular(model.L_, cross.T, lower=True, check_finite=False)
+    variance = np.maximum(signal - np.einsum("ij,ij->j", v, v), 0.0)
+    return mean, np.sqrt(variance) * scale, cross.max(axis=1) / signal
+
+
 def mean_and_sd(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the mean response (run-to-run noise left out)."""
-    mean, sd = model.predict(x, return_std=True)
-    # Why the private attribute: the white-noise level is fitted on the normalized response.
-    scale = float(np.atleast_1d(model._y_train_std)[0])
-    noise = noise_variance(model) * scale**2
-    return np.asarray(mean, dtype=float), np.sqrt(np.maximum(np.square(sd) - noise, 0.0))
+    mean, sd, _ = _posterior(model, x)
+    return mean, sd
 
 
 def indistinguishable(model: GaussianProcessRegressor, x: np.ndarray) -> np.ndarray:
     """Which rows of `x` the model cannot tell from a row it was trained on: the variance of
     the difference of their means, 2 x signal x (1 - correlation), is below the run-to-run
     noise, so a run there would be a replicate in all but name."""
-    signal, noise = signal_variance(model), noise_variance(model)
-    correlation = model.kernel_.k1.k2(x, model.X_train_).max(axis=1)
-    return 2.0 * signal * (1.0 - correlation) < noise
+    return _near(model, _posterior(model, x)[2])
 
 
-def expected_improvement(model: GaussianProcessRegressor, x: np.ndarray, best: float) -> np.ndarray:
-    """Expected improvement over `best` of the mean response at each row of `x` (maximized)."""
-    mean, sd = mean_and_sd(model, x)
+def _near(model: GaussianProcessRegressor, correlation: np.ndarray) -> np.ndarray:
+    return 2.0 * signal_variance(model) * (1.0 - correlation) < noise_variance(model)
+
+
+def expected_improvement(
+    model: GaussianProcessRegressor, x: np.ndarray, best: float, *, near_repeats: bool = True
+) -> np.ndarray:
+    """Expected improvement over `best` of the mean response at each row of `x` (maximized);
+    none at an `indistinguishable` row unless `near_repeats`."""
+    mean, sd, correlation = _posterior(model, x)
     gain = mean - best
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, gain / sd, 0.0)
     ei = np.where(sd > 0, gain * norm.cdf(z) + sd * norm.pdf(z), np.maximum(gain, 0.0))
+    if not near_repeats:
+        ei = np.where(_near(model, correlation), 0.0, ei)
     return np.maximum(ei, 0.0)
