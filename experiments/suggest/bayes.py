@@ -221,7 +221,6 @@ class _Fitted:
     guards: list[_Guard]
     judged: bool
     excluded: set[tuple[Value, ...]]
-    near_repeats_excluded: bool
     incumbent: _Incumbent
     deploy: _Incumbent  # the recommendation: judged by its mean less one standard deviation
 
@@ -262,25 +261,12 @@ class _Fitted:
         # replicate; but only with runs enough to tell noise from shape (a few runs look like
         # noise to any model).
         judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
-        noise_dominates = noise_variance(model) > signal_variance(model)
-        repeats_allowed = judged and noise_dominates
+        repeats_allowed = judged and noise_variance(model) > signal_variance(model)
         excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
         excluded |= {_key(space, c) for c in broken}
         incumbent = _Incumbent.of(space, observed, target, model, x, guards)
         deploy = _Incumbent.of(space, observed, target, model, x, guards, RECOMMENDATION_RISK)
-        return cls(
-            space,
-            encoder,
-            x_fit,
-            t_fit,
-            model,
-            guards,
-            judged,
-            excluded,
-            not noise_dominates,
-            incumbent,
-            deploy,
-        )
+        return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent, deploy)
 
     def challenge(self, sign: float) -> Suggestion | None:
         """A replicate of the configuration of best mean when the recommendation passes it over
@@ -314,8 +300,7 @@ def _batch(
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
     current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
-    near = fitted.near_repeats_excluded
-    first = pool.best(_scorer(current, best, guards, near), excluded, incumbent.leaders)
+    first = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
     replicate = None
     if first is not None and fitted.judged:
         if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
@@ -328,7 +313,7 @@ def _batch(
             xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
             current = refit(current, xs, ts)
     while len(suggestions) < count:
-        pick = pool.best(_scorer(current, best, guards, near), excluded, incumbent.leaders)
+        pick = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
         if pick is None:
             break
         row, ei = pick
@@ -411,17 +396,13 @@ class _Guard:
 
 
 def _scorer(
-    model: GaussianProcessRegressor,
-    best: float,
-    guards: Sequence[_Guard],
-    near_repeats_excluded: bool,
+    model: GaussianProcessRegressor, best: float, guards: Sequence[_Guard]
 ) -> Callable[[np.ndarray], np.ndarray]:
     """EI over `best`, times the probability of meeting every limit; a point whose predicted
-    means break a limit keeps a tiny share, so it wins only when no candidate meets them; a
-    near repeat of a point the model holds scores nothing when `near_repeats_excluded`."""
+    means break a limit keeps a tiny share, so it wins only when no candidate meets them."""
 
     def score(x: np.ndarray) -> np.ndarray:
-        ei = expected_improvement(model, x, best, near_repeats=not near_repeats_excluded)
+        ei = expected_improvement(model, x, best)
         for guard in guards:
             ei = ei * guard.probability(x) * np.where(guard.met(x), 1.0, _BREAKS_LIMIT)
         return ei

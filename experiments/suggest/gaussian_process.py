@@ -229,24 +229,23 @@ def mean_and_sd(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndar
 def indistinguishable(model: GaussianProcessRegressor, x: np.ndarray) -> np.ndarray:
     """Which rows of `x` the model cannot tell from a row it was trained on: the variance of
     the difference of their means, 2 x signal x (1 - correlation), is below the run-to-run
-    noise, so a run there would be a replicate in all but name."""
+    noise, so a run there would be a replicate in all but name. None while the noise exceeds
+    the signal: then repeating is a fair way to learn."""
     return _near(model, _posterior(model, x)[2])
 
 
 def _near(model: GaussianProcessRegressor, correlation: np.ndarray) -> np.ndarray:
-    return 2.0 * signal_variance(model) * (1.0 - correlation) < noise_variance(model)
+    signal, noise = signal_variance(model), noise_variance(model)
+    return (noise <= signal) & (2.0 * signal * (1.0 - correlation) < noise)
 
 
-def expected_improvement(
-    model: GaussianProcessRegressor, x: np.ndarray, best: float, *, near_repeats: bool = True
-) -> np.ndarray:
+def expected_improvement(model: GaussianProcessRegressor, x: np.ndarray, best: float) -> np.ndarray:
     """Expected improvement over `best` of the mean response at each row of `x` (maximized);
-    none at an `indistinguishable` row unless `near_repeats`."""
+    none at an `indistinguishable` row."""
     mean, sd, correlation = _posterior(model, x)
     gain = mean - best
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, gain / sd, 0.0)
     ei = np.where(sd > 0, gain * norm.cdf(z) + sd * norm.pdf(z), np.maximum(gain, 0.0))
-    if not near_repeats:
-        ei = np.where(_near(model, correlation), 0.0, ei)
+    ei = np.where(_near(model, correlation), 0.0, ei)
     return np.maximum(ei, 0.0)
