@@ -12,7 +12,13 @@ from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
 from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, recommend
-from experiments.suggest.gaussian_process import fit, indistinguishable, training_rows
+from experiments.suggest.gaussian_process import (
+    fit,
+    indistinguishable,
+    mean_and_sd,
+    noise_variance,
+    training_rows,
+)
 
 
 def space(*factors: dict) -> FactorSpace:
@@ -346,6 +352,20 @@ def test_a_point_is_indistinguishable_from_a_run_only_when_noise_hides_the_diffe
     # Without noise the smallest step is a different point worth a run.
     exact = fit(x, signal, seed=0)
     assert indistinguishable(exact, near).tolist() == [False]
+
+
+def test_the_mean_and_its_deviation_are_what_scikit_learn_predicts_without_the_noise():
+    # mean_and_sd computes the posterior from the fitted model's own factors (one kernel
+    # evaluation for EI and the near-repeat rule): it must stay what predict() says.
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1.0, 1.0, (50, 3))
+    model = fit(x, np.sin(3.0 * x[:, 0]) + x[:, 1] + rng.normal(0.0, 0.2, 50), seed=0)
+    points = rng.uniform(-1.0, 1.0, (200, 3))
+    mean, sd = mean_and_sd(model, points)
+    expected_mean, total_sd = model.predict(points, return_std=True)
+    noise = noise_variance(model) * float(np.atleast_1d(model._y_train_std)[0]) ** 2
+    assert mean == pytest.approx(expected_mean, abs=1e-9)
+    assert sd == pytest.approx(np.sqrt(np.maximum(total_sd**2 - noise, 0.0)), abs=1e-9)
 
 
 NODES_RUNTIME = space(
