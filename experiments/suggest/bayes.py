@@ -598,22 +598,13 @@ class _Pool:
     ) -> tuple[list[Value], float] | None:
         """The allowed, not excluded point of highest score, or None when none is left."""
 
-        blocks: dict[int, np.ndarray] = {}
         excluded_index = [i for i in map(self.lattice.index_of, map(self._config, excluded)) if i]
-
-        def features(index: np.ndarray) -> np.ndarray:
-            # Per factor, the features of every candidate value, gathered by index (the
-            # lattice only grows, so a block is rebuilt when its factor gained values).
-            for f, values in enumerate(self.lattice.values):
-                if len(blocks.get(f, ())) != len(values):
-                    blocks[f] = self.encoder.block(f, values)
-            return np.hstack([blocks[f][index[:, f]] for f in range(len(blocks))])
 
         def scored(index: np.ndarray) -> np.ndarray:
             keep = self._allowed(self.lattice.natural(index)) & ~_rows_in(index, excluded_index)
             scores = np.full(len(index), -np.inf)
             if keep.any():
-                scores[keep] = score(features(index[keep]))
+                scores[keep] = score(self.encoder.gathered(self.lattice.values, index[keep]))
             return scores
 
         starts: list[list[int]] = []

@@ -11,8 +11,9 @@ from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
-from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, recommend
+from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, predict, recommend
 from experiments.suggest.gaussian_process import (
+    Encoder,
     fit,
     indistinguishable,
     mean_and_sd,
@@ -366,6 +367,69 @@ def test_the_mean_and_its_deviation_are_what_scikit_learn_predicts_without_the_n
     noise = noise_variance(model) * float(np.atleast_1d(model._y_train_std)[0]) ** 2
     assert mean == pytest.approx(expected_mean, abs=1e-9)
     assert sd == pytest.approx(np.sqrt(np.maximum(total_sd**2 - noise, 0.0)), abs=1e-9)
+
+
+def load_space(machines: str, threads: str) -> FactorSpace:
+    return space(
+        {"name": machines, "kind": "integer", "low": 1, "high": 8},
+        {"name": threads, "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+    )
+
+
+def test_the_model_sees_the_connections_when_the_space_has_clients_and_threads_per_client():
+    with_total = Encoder(load_space("clients", "threads_per_client"))
+    rows = [[1, 4, 3], [8, 64, 3], [2, 16, 5], [4, 8, 5]]
+    x = with_total.features(rows)
+    # log2 of 4 .. 512 connections, coded -1..+1: 32 connections (2 x 16, 4 x 8) is 3/7 of it.
+    assert x[:, -1] == pytest.approx([-1.0, 1.0, 2 * 3 / 7 - 1, 2 * 3 / 7 - 1])
+    assert Encoder(load_space("machines", "threads")).features(rows).shape == (4, 3)
+    # Lattice points gathered by index get the same features as the same rows given whole.
+    values = [[1, 2, 4, 8], [4, 8, 16, 64], [3, 5]]
+    index = np.array([[0, 0, 0], [3, 3, 0], [1, 2, 1], [2, 1, 1]])
+    assert with_total.gathered(values, index) == pytest.approx(x)
+
+
+def connections_bowl(config: dict) -> float:
+    """Throughput by the Universal Scalability Law in the connections (peak near 45),
+    less a penalty away from 4 nodes."""
+    n = config["machines"] * config["threads"]
+    return (
+        1000 * n / (1 + 0.05 * (n - 1) + 0.0005 * n * (n - 1)) / 30 - 5 * (config["nodes"] - 4) ** 2
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_connections_feature_predicts_unseen_splits_of_the_load(seed):
+    # The same runs on factors named so that the model does not see the connections: it must
+    # learn the ridge point by point, and predicts new configurations far worse.
+    rng = np.random.default_rng(seed)
+
+    def draw(count: int) -> list[dict]:
+        threads = np.exp2(rng.uniform(2, 6, count)).round().astype(int)
+        return [
+            {"machines": int(m), "threads": int(t), "nodes": int(n)}
+            for m, t, n in zip(
+                rng.integers(1, 9, count), threads, rng.integers(1, 10, count), strict=True
+            )
+        ]
+
+    runs, points = draw(25), draw(200)
+    values = [connections_bowl(c) for c in runs]
+    truth = np.array([connections_bowl(p) for p in points])
+    renamed = {"machines": "clients", "threads": "threads_per_client", "nodes": "nodes"}
+
+    def error(names: dict[str, str]) -> float:
+        def named(c: dict) -> dict:
+            return {names[k]: v for k, v in c.items()}
+
+        sp = load_space(names["machines"], names["threads"])
+        found = predict(sp, [named(c) for c in runs], values, [named(p) for p in points])
+        assert found is not None
+        return float(np.sqrt(np.mean((np.array([m for m, _ in found]) - truth) ** 2)))
+
+    plain = {k: k for k in renamed}
+    assert error(renamed) < 0.5 * error(plain)
 
 
 NODES_RUNTIME = space(
