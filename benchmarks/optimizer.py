@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -487,6 +488,53 @@ def error_lines(results: Sequence[Result]) -> list[str]:
     ]
 
 
+def write_json(
+    path: Path, arguments: dict[str, Any], results: Sequence[Result], wall: float
+) -> None:
+    """Every per-seed result, the run's arguments and the problems' optima, as JSON."""
+    raw = {
+        "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in arguments.items()},
+        "optima": {
+            n: {"value": problem(n).optimum, "config": problem(n).optimum_config}
+            for n in arguments["problems"]
+        },
+        "wall_seconds": wall,
+        "results": [asdict(r) for r in results],
+    }
+    path.write_text(json.dumps(raw, indent=1))
+
+
+def reused_results(
+    path: Path | None, problems: Sequence[str], methods: Sequence[str], seeds: int, budget: int
+) -> list[Result]:
+    """The results in an earlier `--json` file of the methods not in `methods`, on `problems`;
+    SystemExit when it was run with another budget or fewer seeds."""
+    if path is None:
+        return []
+    raw = json.loads(path.read_text())
+    earlier = raw["arguments"]
+    if earlier["budget"] != budget or earlier["seeds"] < seeds:
+        raise SystemExit(
+            f"--reuse {path}: it ran budget {earlier['budget']} with {earlier['seeds']} seeds;"
+            f" this run needs budget {budget} and at least {seeds} seeds"
+        )
+    missing = sorted(set(problems) - set(earlier["problems"]))
+    if missing:
+        raise SystemExit(f"--reuse {path}: it did not run {', '.join(missing)}")
+    return [
+        _result(r)
+        for r in raw["results"]
+        if r["problem"] in problems and r["method"] not in methods and r["seed"] < seeds
+    ]
+
+
+def _result(raw: dict[str, Any]) -> Result:
+    fields = dict(raw)
+    fields["race"] = Race(**raw["race"])
+    fields["budget_races"] = {b: Race(**r) for b, r in raw["budget_races"].items()}
+    return Result(**fields)
+
+
 def main() -> None:
     """Run every method on every problem and print the tables."""
     parser = argparse.ArgumentParser(
@@ -499,7 +547,15 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=installed)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--json", type=Path, help="write every per-seed result here")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        help="an earlier --json file (same budget and seeds): its results for methods not in"
+        " --methods join the tables, so the peers, which the service's code does not change,"
+        " need not run again",
+    )
     args = parser.parse_args()
+    reused = reused_results(args.reuse, args.problems, args.methods, args.seeds, args.budget)
     console = Console(width=max(Console().width, 200))
     status = Console(stderr=True)
     for name, why in missing_peers().items():
@@ -518,24 +574,22 @@ def main() -> None:
     started = time.perf_counter()
     results = run_all(args.problems, args.methods, args.seeds, args.budget, args.jobs, progress)
     wall = time.perf_counter() - started
+    results += reused
+    if args.reuse:
+        console.print(
+            f"results of {', '.join(sorted({r.method for r in reused}))} read from {args.reuse}",
+            highlight=False,
+        )
+    methods = [m for m in METHOD_NAMES if m in {r.method for r in results}]
     for name in args.problems:
-        console.print(problem_table(name, [r for r in results if r.problem == name], args.methods))
+        console.print(problem_table(name, [r for r in results if r.problem == name], methods))
     timings = {runs: suggestion_seconds(runs) for runs in GOAL_SUGGESTION_SECONDS}
     console.print(goals_table(results, args.problems, suggestion_seconds=timings))
     for line in error_lines(results):
         console.print(line, highlight=False)
     console.print(f"total wall time {wall:.0f} s ({args.jobs} jobs)")
     if args.json:
-        raw = {
-            "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-            "optima": {
-                n: {"value": problem(n).optimum, "config": problem(n).optimum_config}
-                for n in args.problems
-            },
-            "wall_seconds": wall,
-            "results": [asdict(r) for r in results],
-        }
-        args.json.write_text(json.dumps(raw, indent=1))
+        write_json(args.json, vars(args), results, wall)
         console.print(f"raw results: {args.json}")
 
 

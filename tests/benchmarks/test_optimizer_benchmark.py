@@ -13,10 +13,12 @@ from benchmarks.optimizer import (
     goals_table,
     problem_table,
     race,
+    reused_results,
     run_all,
     summarize,
     trials_to,
     trials_to_stay,
+    write_json,
 )
 from benchmarks.optimizer_history import History
 from benchmarks.optimizer_methods import Service, Tpe, applicable, best_measured, make_method
@@ -231,6 +233,27 @@ def test_budget_aware_method_gets_a_run_per_budget():
     assert set(result.budget_races) == {"10"}  # the main race is the run at 20
     assert len(result.budget_races["10"].truths) <= 10
     assert list(result.best_at) == list(result.rec_at) == ["10", "20"]
+
+
+def test_an_earlier_run_is_reused_for_the_methods_not_run_again(tmp_path):
+    results = run_all(["branin"], ["random", "auto"], seeds=2, budget=20, jobs=1)
+    path = tmp_path / "earlier.json"
+    arguments = {"budget": 20, "seeds": 2, "problems": ["branin"], "json": path}
+    write_json(path, arguments, results, wall=1.0)
+    # The run that reuses it runs auto again: random comes from the file, whole.
+    reused = reused_results(path, ["branin"], ["auto"], seeds=2, budget=20)
+    assert reused == [r for r in results if r.method == "random"]
+    assert reused_results(path, ["branin"], ["grid"], seeds=1, budget=20) == [
+        r for r in results if r.seed == 0
+    ]
+    assert reused_results(None, ["branin"], ["auto"], seeds=2, budget=20) == []
+    for seeds, budget, problems in [
+        (3, 20, ["branin"]),
+        (2, 60, ["branin"]),
+        (2, 20, ["simulated"]),
+    ]:
+        with pytest.raises(SystemExit, match="--reuse"):
+            reused_results(path, problems, ["auto"], seeds=seeds, budget=budget)
 
 
 class Exploding:
