@@ -92,10 +92,11 @@ class Encoder:
 
     def features(self, rows: Sequence[Sequence[Value]]) -> np.ndarray:
         """The feature rows of natural rows."""
-        columns = [
-            np.array([row[i] for row in rows], dtype=object) for i in range(len(self.factors))
-        ]
-        return self._assembled([self.block(i, list(c)) for i, c in enumerate(columns)], columns)
+        blocks = [self.block(i, [row[i] for row in rows]) for i in range(len(self.factors))]
+        if self._connections is not None:
+            a, b = (np.array([row[i] for row in rows], float) for i in self._connections.columns)
+            blocks.append(self._connections.feature(a, b))
+        return np.hstack(blocks)
 
     def gathered(self, values: Sequence[Sequence[Value]], index: np.ndarray) -> np.ndarray:
         """The feature rows of lattice points: row r takes `values[f][index[r, f]]` for factor f.
@@ -103,12 +104,10 @@ class Encoder:
         for f, levels in enumerate(values):
             if len(self._blocks.get(f, ())) != len(levels):
                 self._blocks[f] = self.block(f, levels)
-        columns = [np.asarray(values[f], dtype=object)[index[:, f]] for f in range(len(values))]
-        return self._assembled([self._blocks[f][index[:, f]] for f in range(len(values))], columns)
-
-    def _assembled(self, blocks: list[np.ndarray], columns: list[np.ndarray]) -> np.ndarray:
+        blocks = [self._blocks[f][index[:, f]] for f in range(len(values))]
         if self._connections is not None:
-            blocks.append(self._connections.feature(columns))
+            a, b = (np.array(values[i], float)[index[:, i]] for i in self._connections.columns)
+            blocks.append(self._connections.feature(a, b))
         return np.hstack(blocks)
 
     def block(self, i: int, values: Sequence[Value]) -> np.ndarray:
@@ -148,10 +147,10 @@ class _Connections:
             return None
         return cls((names.index(CONNECTIONS[0]), names.index(CONNECTIONS[1])), low, high)
 
-    def feature(self, columns: Sequence[np.ndarray]) -> np.ndarray:
-        """The coded feature of rows given as one array of natural values per factor."""
-        a, b = (columns[i].astype(float) for i in self.columns)
-        return (2.0 * (np.log2(a * b) - self.low) / (self.high - self.low) - 1.0)[:, None]
+    def feature(self, clients: np.ndarray, threads: np.ndarray) -> np.ndarray:
+        """The coded feature, one row per pair of natural values."""
+        coded = 2.0 * (np.log2(clients * threads) - self.low) / (self.high - self.low) - 1.0
+        return coded[:, None]
 
 
 def _kernel(width: int) -> Kernel:
