@@ -2,10 +2,11 @@
 the usual tools and the strongest peers.
 
 Run `python -m benchmarks.optimizer [--budget 60] [--seeds 20] [--problems ...] [--methods ...]
-[--jobs 2] [--json PATH]`. Every method runs on every problem (benchmarks/optimizer_problems.py:
-the simulated Galera cluster at 3 % and 8 % noise, with noise growing with the load, with failing
-trials, and with a categorical factor under a latency limit; Hartmann 6-D noise-free and noisy;
-Branin; each with its exact optimum) for every seed, one trial at a time, with the same budget.
+[--jobs 2] [--json PATH] [--reuse PATH]`. Every method runs on every problem
+(benchmarks/optimizer_problems.py: the simulated Galera cluster at 3 % and 8 % noise, with
+noise growing with the load, with failing trials, and with a categorical factor under a latency
+limit; Hartmann 6-D noise-free and noisy; Branin; each with its exact optimum) for every seed,
+one trial at a time, with the same budget.
 Methods (benchmarks/optimizer_methods.py, benchmarks/optimizer_peers.py): a full factorial
 (`grid`), a face-centred CCD with a confirmation run (`ccd`), uniform random search (`random`),
 Optuna's multivariate TPE (`tpe`); the peers Optuna's GPSampler (`gp`), SMAC3 (`smac`), HEBO
@@ -27,7 +28,8 @@ Figures, each as median [25th, 75th percentile] over the seeds:
 - stopped: seeds where the method stopped before the budget; errors: seeds where proposing
   raised (the race ends there; each distinct error is printed under the tables).
 `auto` chooses its path by the budget, so its figures at each reported budget come from a run
-with that budget. Tasks (problem, method, seed) run in `--jobs` processes with one BLAS thread.
+with that budget. Tasks (problem, method, seed) run in `--jobs` processes with one BLAS thread;
+`--reuse` takes the results of the methods not in `--methods` from an earlier `--json` file.
 
 Last, the issue's goals, each PASS or FAIL: on every problem the median rec. trials to 2 % of
 `auto` at most 0.5 x the best peer's and at most 25 on `simulated`; the recommendation at 40
