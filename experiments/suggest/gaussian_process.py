@@ -4,12 +4,14 @@ scikit-learn's GaussianProcessRegressor with kernel ``Constant * Matern(nu=2.5, 
 per column) + White`` (the white term is the run-to-run noise) on a normalized response; its
 hyperparameters maximize the marginal likelihood times a log-normal prior on the length scales
 (median two coded units, a factor's whole range). Features are the coded numeric factors (-1..+1
-by `Factor.encode`, after log2 where the factor says so), one-hot categories and, when the space
-has both `CONNECTIONS` factors, the log2 of the connections the benchmark opens (client machines
-times threads per client), coded over its range: a cluster's throughput follows that total more
-than how it is split between machines (contention and coherency grow with the connections, as
-the Universal Scalability Law counts them), which a kernel of one length scale per factor cannot
-see on its own: the optimum is a curved ridge across the two factors, learnt point by point.
+by `Factor.encode`, after log2 where the factor says so), one-hot categories and the load
+(`_Load`): when the space has both `CONNECTIONS` factors, the log2 of the connections the
+benchmark opens (client machines times threads per client) and, when it also has a factor of
+`LOADED_NODES`, the log2 of the connections per node that takes them, each coded -1..+1 over its
+range. A cluster's throughput follows these more than the split between machines: contention
+grows with the connections of the whole cluster and coherency with those of one node (the
+Universal Scalability Law counts both), so the optimum is a curved ridge across the factors,
+which a kernel of one length scale per factor learns only point by point.
 Predictions are of the *mean* response: the fitted noise is taken out of the standard deviation.
 
 Fitting costs the cube of the runs and scoring candidates their square, so beyond
@@ -62,10 +64,14 @@ MAX_TRAINING_ROWS = 250
 # the median at 1 coded unit before; Hartmann-6 and Branin unchanged (39.5 -> 41, 19.5 -> 20).
 _MIN_LENGTH_SCALE = 0.1
 _LENGTH_SCALE_PRIOR = (math.log(2.0), 1.0)
-# The two factors whose product is the benchmark's connections (see the module docstring).
-# Measured on the simulated cluster (3 % noise, 20 seeds, bayes): median trials until the
-# recommendation stays within 2 % 39 -> 30.5, within 2 % after 40 trials in 13 -> 18 seeds.
+# The service's names of the factors whose product is the connections a benchmark opens, and of
+# the nodes that take them: the nodes clients connect to when that is a factor, else all nodes.
+# Measured on the simulated cluster (3 % noise, 20 seeds, bayes), median trials until the
+# recommendation stays within 2 % (within 2 % after 40 trials): 39 (13/20 seeds) without
+# either feature, 30.5 (18/20) with the connections, 24 (18/20) with both; at 8 % noise 61, 61
+# and 52.5 (within 5 % after 40 trials 13/20, 17/20 with both).
 CONNECTIONS = ("clients", "threads_per_client")
+LOADED_NODES = ("load_nodes", "nodes")
 T = TypeVar("T")
 
 
@@ -88,14 +94,14 @@ class Encoder:
         self.factors = space.factors
         self._cache: list[dict[Value, float]] = [{} for _ in space.factors]
         self._blocks: dict[int, np.ndarray] = {}
-        self._connections = _Connections.of(space)
+        self._load = _Load.of(space)
 
     def features(self, rows: Sequence[Sequence[Value]]) -> np.ndarray:
         """The feature rows of natural rows."""
         blocks = [self.block(i, [row[i] for row in rows]) for i in range(len(self.factors))]
-        if self._connections is not None:
-            a, b = (np.array([row[i] for row in rows], float) for i in self._connections.columns)
-            blocks.append(self._connections.feature(a, b))
+        if self._load is not None:
+            columns = [np.array([row[i] for row in rows], float) for i in self._load.factors]
+            blocks.append(self._load.features(columns))
         return np.hstack(blocks)
 
     def gathered(self, values: Sequence[Sequence[Value]], index: np.ndarray) -> np.ndarray:
@@ -105,9 +111,9 @@ class Encoder:
             if len(self._blocks.get(f, ())) != len(levels):
                 self._blocks[f] = self.block(f, levels)
         blocks = [self._blocks[f][index[:, f]] for f in range(len(values))]
-        if self._connections is not None:
-            a, b = (np.array(values[i], float)[index[:, i]] for i in self._connections.columns)
-            blocks.append(self._connections.feature(a, b))
+        if self._load is not None:
+            columns = [np.array(values[i], float)[index[:, i]] for i in self._load.factors]
+            blocks.append(self._load.features(columns))
         return np.hstack(blocks)
 
     def block(self, i: int, values: Sequence[Value]) -> np.ndarray:
@@ -126,31 +132,45 @@ class Encoder:
 
 
 @dataclass(frozen=True)
-class _Connections:
-    """The log2 of `CONNECTIONS`' product, coded -1..+1 over the range the factors allow."""
+class _Load:
+    """The load features (module docstring): the indices of the factors they are computed from
+    (clients, threads per client and, when the space has one, the loaded nodes) and the log2
+    range each feature is coded over."""
 
-    columns: tuple[int, int]
-    low: float
-    high: float
+    factors: tuple[int, ...]
+    ranges: tuple[tuple[float, float], ...]
 
     @classmethod
-    def of(cls, space: FactorSpace) -> _Connections | None:
-        names = list(space.names)
-        if not all(n in names for n in CONNECTIONS):
+    def of(cls, space: FactorSpace) -> _Load | None:
+        """The load features of `space`, or None when it lacks the connections' factors."""
+        usable = [
+            i
+            for i, f in enumerate(space.factors)
+            if f.is_numeric and f.bounds[0] > 0 and f.bounds[1] > f.bounds[0]
+        ]
+        named = {space.factors[i].name: i for i in usable}
+        if not all(n in named for n in CONNECTIONS):
             return None
-        pair = [space.factors[names.index(n)] for n in CONNECTIONS]
-        if not all(f.is_numeric and f.bounds[0] > 0 for f in pair):
-            return None
-        low = math.log2(pair[0].bounds[0] * pair[1].bounds[0])
-        high = math.log2(pair[0].bounds[1] * pair[1].bounds[1])
-        if high <= low:
-            return None
-        return cls((names.index(CONNECTIONS[0]), names.index(CONNECTIONS[1])), low, high)
+        factors = tuple(named[n] for n in CONNECTIONS)
+        (c_low, c_high), (t_low, t_high) = (space.factors[i].bounds for i in factors)
+        ranges = [(math.log2(c_low * t_low), math.log2(c_high * t_high))]
+        nodes = next((named[n] for n in LOADED_NODES if n in named), None)
+        if nodes is not None:
+            n_low, n_high = space.factors[nodes].bounds
+            ranges.append((ranges[0][0] - math.log2(n_high), ranges[0][1] - math.log2(n_low)))
+            factors += (nodes,)
+        return cls(factors, tuple(ranges))
 
-    def feature(self, clients: np.ndarray, threads: np.ndarray) -> np.ndarray:
-        """The coded feature, one row per pair of natural values."""
-        coded = 2.0 * (np.log2(clients * threads) - self.low) / (self.high - self.low) - 1.0
-        return coded[:, None]
+    def features(self, columns: Sequence[np.ndarray]) -> np.ndarray:
+        """The coded features of rows given as one array of natural values per factor of
+        `factors`: log2 connections, then log2 connections per loaded node."""
+        connections = np.log2(columns[0] * columns[1])
+        logs = [connections] + ([connections - np.log2(columns[2])] if len(columns) > 2 else [])
+        coded = [
+            2.0 * (v - low) / (high - low) - 1.0
+            for v, (low, high) in zip(logs, self.ranges, strict=True)
+        ]
+        return np.column_stack(coded)
 
 
 def _kernel(width: int) -> Kernel:

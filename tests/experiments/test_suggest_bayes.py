@@ -2,6 +2,7 @@
 suggestion (ranges, integers, levels, constraints), batches, categories and speed."""
 
 import itertools
+import math
 import time
 
 import numpy as np
@@ -377,17 +378,34 @@ def load_space(machines: str, threads: str) -> FactorSpace:
     )
 
 
-def test_the_model_sees_the_connections_when_the_space_has_clients_and_threads_per_client():
-    with_total = Encoder(load_space("clients", "threads_per_client"))
-    rows = [[1, 4, 3], [8, 64, 3], [2, 16, 5], [4, 8, 5]]
-    x = with_total.features(rows)
+def test_the_model_sees_the_connections_and_the_load_per_node():
+    with_load = Encoder(load_space("clients", "threads_per_client"))
+    rows = [[1, 4, 9], [8, 64, 1], [2, 16, 4], [4, 8, 2]]
+    x = with_load.features(rows)
     # log2 of 4 .. 512 connections, coded -1..+1: 32 connections (2 x 16, 4 x 8) is 3/7 of it.
-    assert x[:, -1] == pytest.approx([-1.0, 1.0, 2 * 3 / 7 - 1, 2 * 3 / 7 - 1])
+    assert x[:, -2] == pytest.approx([-1.0, 1.0, 2 * 3 / 7 - 1, 2 * 3 / 7 - 1])
+    # Connections per node, log2 of 4/9 .. 512: 8 per node (32 on 4 nodes) and 16 (on 2).
+    low, high = math.log2(4 / 9), 9.0
+    per_node = [(math.log2(v) - low) / (high - low) * 2 - 1 for v in (4 / 9, 512, 8, 16)]
+    assert x[:, -1] == pytest.approx(per_node)
     assert Encoder(load_space("machines", "threads")).features(rows).shape == (4, 3)
     # Lattice points gathered by index get the same features as the same rows given whole.
-    values = [[1, 2, 4, 8], [4, 8, 16, 64], [3, 5]]
-    index = np.array([[0, 0, 0], [3, 3, 0], [1, 2, 1], [2, 1, 1]])
-    assert with_total.gathered(values, index) == pytest.approx(x)
+    values = [[1, 2, 4, 8], [4, 8, 16, 64], [1, 2, 4, 9]]
+    index = np.array([[0, 0, 3], [3, 3, 0], [1, 2, 2], [2, 1, 1]])
+    assert with_load.gathered(values, index) == pytest.approx(x)
+
+
+def test_the_load_per_node_counts_the_nodes_clients_connect_to():
+    sp = space(
+        {"name": "nodes", "kind": "integer", "low": 3, "high": 5},
+        {"name": "load_nodes", "kind": "integer", "low": 1, "high": 3},
+        {"name": "clients", "kind": "integer", "low": 1, "high": 4},
+        {"name": "threads_per_client", "kind": "integer", "low": 8, "high": 16},
+    )
+    x = Encoder(sp).features([[5, 1, 4, 8], [3, 1, 4, 8], [3, 3, 4, 8]])
+    # 32 connections on one loaded node, whatever the cluster's size; on three, a third.
+    assert x[0, -1] == x[1, -1] > x[2, -1]
+    assert x[1, -1] - x[2, -1] == pytest.approx(2 * math.log2(3) / (6 - math.log2(8 / 3)))
 
 
 def connections_bowl(config: dict) -> float:
