@@ -510,7 +510,7 @@ def reused_results(
     path: Path | None, problems: Sequence[str], methods: Sequence[str], seeds: int, budget: int
 ) -> list[Result]:
     """The results in an earlier `--json` file of the methods not in `methods`, on `problems`;
-    SystemExit when it was run with another budget or fewer seeds."""
+    SystemExit when it was run with another budget, fewer seeds or without one of `problems`."""
     if path is None:
         return []
     raw = json.loads(path.read_text())
