@@ -68,8 +68,8 @@ _LENGTH_SCALE_PRIOR = (math.log(2.0), 1.0)
 # the nodes that take them: the nodes clients connect to when that is a factor, else all nodes.
 # Measured on the simulated cluster (3 % noise, 20 seeds, bayes), median trials until the
 # recommendation stays within 2 % (within 2 % after 40 trials): 39 (13/20 seeds) without
-# either feature, 30.5 (18/20) with the connections, 24 (18/20) with both; at 8 % noise 61, 61
-# and 52.5 (within 5 % after 40 trials 13/20, 17/20 with both).
+# either feature, 30.5 (18/20) with the connections, 24 (18/20) with both; at 8 % noise 61 with
+# the connections and 52.5 with both (within 5 % after 40 trials 13/20 and 17/20).
 CONNECTIONS = ("clients", "threads_per_client")
 LOADED_NODES = ("load_nodes", "nodes")
 T = TypeVar("T")
