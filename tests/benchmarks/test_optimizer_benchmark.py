@@ -221,8 +221,13 @@ def test_tiny_run_end_to_end():
     console.print(goals_table(results, ["branin"], method="bayes", suggestion_seconds={60: 0.5}))
     text = out.getvalue()
     assert "rec. trials to 2 %" in text and "random" in text and "bayes" in text
-    assert "0.5 x best peer (random" in text and "at 60 runs within 1 s" in text
-    assert "PASS" in text
+    assert "at 60 runs within 1 s" in text and "PASS" in text
+    # The best other method is named with its trials, or "none" when none got there in budget.
+    for reached, label in [(5, "(random, 5)"), (13, "(none in budget)")]:
+        random = dataclasses.replace(results[0], rec_trials_to={"2": reached, "5": reached})
+        out = io.StringIO()
+        Console(file=out, width=200).print(goals_table([random, results[1]], ["branin"], "bayes"))
+        assert f"0.5 x best peer {label}" in out.getvalue()
     assert error_lines(results) == []
     failed = dataclasses.replace(results[0], errors=["budget 12: ValueError: boom"])
     assert error_lines([failed]) == ["error, branin random, seeds 0: budget 12: ValueError: boom"]
