@@ -553,9 +553,9 @@ def main() -> None:
     parser.add_argument(
         "--reuse",
         type=Path,
-        help="an earlier --json file (same budget and seeds): its results for methods not in"
-        " --methods join the tables, so the peers, which the service's code does not change,"
-        " need not run again",
+        help="an earlier --json file (same budget, at least as many seeds, every problem): its"
+        " results for methods not in --methods join the tables, so the peers, which the"
+        " service's code does not change, need not run again",
     )
     args = parser.parse_args()
     reused = reused_results(args.reuse, args.problems, args.methods, args.seeds, args.budget)
@@ -583,7 +583,8 @@ def main() -> None:
             f"results of {', '.join(sorted({r.method for r in reused}))} read from {args.reuse}",
             highlight=False,
         )
-    methods = [m for m in METHOD_NAMES if m in {r.method for r in results}]
+    ran = {r.method for r in results}
+    methods = [m for m in METHOD_NAMES if m in ran]
     for name in args.problems:
         console.print(problem_table(name, [r for r in results if r.problem == name], methods))
     timings = {runs: suggestion_seconds(runs) for runs in GOAL_SUGGESTION_SECONDS}
