@@ -177,6 +177,13 @@ class TargetSpec:
             and all(isinstance(n, Mapping) and n.get("restart") for n in listed)
         )
 
+    @property
+    def starts_fresh(self) -> bool:
+        """Whether a trial can start from a fresh cluster state: the simulated cluster keeps
+        none between trials, a real one restarts its nodes (`restartable`), and on a manual
+        target whoever runs the trial restarts them, as its `restart_first` says."""
+        return self.kind in ("simulated", "manual") or self.restartable
+
     def prepared_space(self, space: FactorSpace) -> tuple[FactorSpace, list[str]]:
         """Check the space (`check_space`); factors whose change restarts nodes become hard to
         change (on the lab `nodes` and `sites` too), so trials run whole plot by whole plot and

@@ -217,6 +217,7 @@ class Client:
         strategy: str = "auto",
         batch_size: int = 1,
         stop_when_expected_improvement_below: float | None = None,
+        restart_replicates: bool = False,
     ) -> dict[str, Any]:
         """Start the closed loop; returns the loop (follow it in `experiment()`)."""
         body = {
@@ -224,6 +225,7 @@ class Client:
             "strategy": strategy,
             "batch_size": batch_size,
             "stop_when_expected_improvement_below": stop_when_expected_improvement_below,
+            "restart_replicates": restart_replicates,
         }
         path = f"/experiments/{experiment_id}/optimize"
         return self._call("POST", path, json=body)  # type: ignore[no-any-return]

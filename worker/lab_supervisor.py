@@ -205,12 +205,13 @@ class LabCluster:
             if sites == 2:
                 self.wan.up(delay)
 
-    def configure(self, settings: Mapping[str, str]) -> float:
+    def configure(self, settings: Mapping[str, str], *, every_node: bool = False) -> float:
         """Run every node with the restart-only `settings` (server variables, provider options
-        with dotted names): a rolling restart of the nodes whose option file differs, one at a
-        time, each back in the cluster (by IST) before the next stops, so the cluster stays
-        Primary; a single node is restarted as a new cluster. Returns the seconds the restarts
-        took, 0 when none was needed. VariableError when a node does not start with them.
+        with dotted names): a rolling restart of the nodes whose option file differs (of all of
+        them with `every_node`, for a fresh cluster state), one at a time, each back in the
+        cluster (by IST) before the next stops, so the cluster stays Primary; a single node is
+        restarted as a new cluster. Returns the seconds the restarts took, 0 when none was
+        needed. VariableError when a node does not start with them.
         """
         with self._locked():
             self.layout = dataclasses.replace(self.layout, settings=tuple(sorted(settings.items())))
@@ -218,7 +219,8 @@ class LabCluster:
             stale = [
                 index
                 for index in sorted(running)
-                if _read(self.layout.config_file(index)) != self.layout.config_text(index)
+                if every_node
+                or _read(self.layout.config_file(index)) != self.layout.config_text(index)
             ]
             if not stale:
                 return 0.0

@@ -81,7 +81,9 @@ def _run_on_target(claimed: ClaimedTrial, cancel: threading.Event) -> Outcome:
     """Run the configuration on the trial's target; its errors say what kind of failure it was."""
     try:
         target = _target(claimed.target)
-        result = target.run(claimed.config, run_key=claimed.trial_id, cancel=cancel)
+        result = target.run(
+            claimed.config, run_key=claimed.trial_id, cancel=cancel, fresh=claimed.restart_first
+        )
     except TrialCancelledError:
         return Outcome(cancelled=True)
     except InfrastructureError as error:

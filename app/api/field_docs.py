@@ -255,6 +255,8 @@ GLOSSARY: dict[str, str] = {
     "ridge_predicted": "the predicted response at the ridge point",
     "ridge_threshold": "eigenvalues smaller than this count as zero",
     "rmse": "root mean square error of the residuals",
+    "restart_first": "every node restarts before the trial (a replicate in a fresh state)",
+    "restart_replicates": "restart every node before measuring a configuration again",
     "rounded": "whether rounding an integer factor moved the point",
     "rounds": "rounds the loop has run",
     "run_order": "the order the run is made in",

@@ -271,6 +271,7 @@ class TrialOut(BaseModel):
     whole_plot: int | None
     point_type: str
     rounded: bool
+    restart_first: bool
     duplicate_of: int | None
     source: str
     config: dict[str, Value]
@@ -478,6 +479,10 @@ class OptimizeIn(Strict):
         le=MAX_MAGNITUDE,
         description="stop when no configuration is expected to gain this much (objective units)",
     )
+    restart_replicates: bool = Field(
+        default=False,
+        description="restart every node before a trial that measures a configuration again",
+    )
 
 
 class RecommendationOut(BaseModel):
@@ -504,6 +509,7 @@ class OptimizationOut(BaseModel):
     budget: int
     batch_size: int
     stop_when_expected_improvement_below: float | None
+    restart_replicates: bool
     rounds: int
     trials_used: int
     stage: str | None

@@ -121,6 +121,8 @@ class Trial(Base):
     duplicate_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
     point_type: Mapped[str] = mapped_column(String(20))
     rounded: Mapped[bool] = mapped_column(default=False)
+    # Restart every node before this trial: a loop's replicate measured in a fresh state.
+    restart_first: Mapped[bool] = mapped_column(default=False, server_default=text("0"))
     source: Mapped[str] = mapped_column(String(20), default=TrialSource.DESIGN)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     coded: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
@@ -166,6 +168,8 @@ class Optimization(Base):
     budget: Mapped[int] = mapped_column(Integer)
     batch_size: Mapped[int] = mapped_column(Integer, default=1)
     stop_below: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Whether the loop's trials that measure a configuration again restart the nodes first.
+    restart_replicates: Mapped[bool] = mapped_column(default=False, server_default=text("0"))
     rounds: Mapped[int] = mapped_column(Integer, default=0)
     stage: Mapped[str | None] = mapped_column(String(40), nullable=True)
     explanation: Mapped[str | None] = mapped_column(LongText, nullable=True)

@@ -52,6 +52,7 @@ class LoopRequest:
     budget: int = 20
     batch_size: int = 1
     stop_when_expected_improvement_below: float | None = None
+    restart_replicates: bool = False
 
     def check(self) -> None:
         """Raise DomainError naming the first field that breaks its rule."""
@@ -88,6 +89,12 @@ async def start(
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(f"experiment {experiment_id} was cancelled; it runs nothing more")
     target = access.target_of(targets, experiment.target)
+    if request.restart_replicates and not target.starts_fresh:
+        raise DomainError(
+            "restart_replicates",
+            f"target '{target.name}' cannot restart its nodes: an external target needs a"
+            " restart command for every node (settings.nodes[].restart)",
+        )
     # Two concurrent starts must not both find no loop running and start one each: end the
     # transaction of the reads above (a MariaDB snapshot older than the other start's commit),
     # take the experiment's row, then read the loops afresh.
@@ -106,6 +113,7 @@ async def start(
         budget=request.budget,
         batch_size=request.batch_size,
         stop_below=request.stop_when_expected_improvement_below,
+        restart_replicates=request.restart_replicates,
         rounds=0,
     )
     session.add(loop)
@@ -169,8 +177,8 @@ async def advance(
     if plan.stop_reason is not None:
         await _finish(session, loop, OptimizationStatus.STOPPED, plan.stop_reason)
         return []
-    succeeded = sum(t.status == TrialStatus.SUCCEEDED for t in trials)
-    created = await _round_trials(session, experiment, loop, plan, succeeded)
+    measured = [t.config for t in trials if t.status == TrialStatus.SUCCEEDED]
+    created = await _round_trials(session, experiment, loop, plan, measured)
     experiment.status = ExperimentStatus.RUNNING
     await session.commit()
     if not access.target_of(targets, experiment.target).runnable:
@@ -185,14 +193,17 @@ async def _round_trials(
     experiment: models.Experiment,
     loop: models.Optimization,
     plan: Plan,
-    succeeded: int,
+    measured: list[dict[str, object]],
 ) -> list[int]:
     """The round's picks stored as accepted suggestions, each with its new pending trial;
-    returns the trial ids."""
+    returns the trial ids. `measured` are the configurations of the succeeded trials: with
+    `restart_replicates`, a pick that measures one of them (or an earlier pick) again restarts
+    the nodes first."""
     space = experiment.factor_space
     plan = _grouped(space, plan)
     order = await rows.max_run_order(session, experiment.id)
-    stored = suggestions.stored(experiment, plan, based_on=succeeded, optimization_id=loop.id)
+    stored = suggestions.stored(experiment, plan, based_on=len(measured), optimization_id=loop.id)
+    seen = {_key(space, config) for config in measured}
     created = []
     for offset, (row, suggestion) in enumerate(zip(stored, plan.suggestions, strict=True), start=1):
         trial = trial_runs.new_trial(
@@ -204,12 +215,19 @@ async def _round_trials(
             source=TrialSource.SUGGESTION,
             optimization_id=loop.id,
         )
+        key = _key(space, trial.config)
+        trial.restart_first = loop.restart_replicates and key in seen
+        seen.add(key)
         session.add(trial)
         await session.flush()
         row.status, row.trial_id = SuggestionStatus.ACCEPTED, trial.id
         session.add(row)
         created.append(trial.id)
     return created
+
+
+def _key(space: FactorSpace, config: Mapping[str, object]) -> tuple[object, ...]:
+    return tuple(config[name] for name in space.names)
 
 
 def _stored(recommendation: Recommendation) -> dict[str, object]:

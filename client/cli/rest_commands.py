@@ -189,6 +189,13 @@ def optimize(
             show_default=False,
         ),
     ] = None,
+    restart_replicates: Annotated[
+        bool,
+        typer.Option(
+            "--restart-replicates",
+            help="restart every node before a trial that measures a configuration again",
+        ),
+    ] = False,
     wait: Annotated[
         bool,
         typer.Option("--wait", help="follow the loop until it ends, then print its stop reason"),
@@ -207,6 +214,7 @@ def optimize(
             strategy=strategy,
             batch_size=batch_size,
             stop_when_expected_improvement_below=stop_below,
+            restart_replicates=restart_replicates,
         )
         console.print(
             f"optimization loop {loop['id']} {loop['status']}: {loop['strategy']}, "

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from pathlib import Path
 
 import pytest
+import yaml
+from httpx import ASGITransport, AsyncClient
 
-from app.services import optimization_loop
+from app.config import Settings
+from app.main import create_app
+from app.services import api_keys, optimization_loop
+from app.services.api_keys import Role
 
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
@@ -268,3 +274,66 @@ async def test_concurrent_optimize_requests_start_one_loop(api):
     )
     assert sorted(a.status_code for a in answers) == [202, 409, 409, 409], [a.text for a in answers]
     assert all("already runs" in a.json()["detail"] for a in answers if a.status_code == 409)
+
+
+async def test_a_loop_that_restarts_replicates_marks_the_trials_that_measure_again(api):
+    experiment_id = (await api.post("/experiments", json=manual_spec())).json()["id"]
+    path = f"/experiments/{experiment_id}/optimize"
+    body = {"strategy": "auto", "budget": 100, "restart_replicates": True}
+    started = await api.post(path, json=body)
+    assert started.status_code == 202, started.text
+    assert started.json()["restart_replicates"] is True
+
+    async def pending() -> list[dict]:
+        trials = (await api.get(f"/experiments/{experiment_id}/trials")).json()
+        return sorted((t for t in trials if t["status"] == "pending"), key=lambda t: t["run_order"])
+
+    screening = await pending()
+    centre = [t for t in screening if t["point_type"] == "centre"]
+    assert len(centre) == 3 and len(screening) == 7
+    # The first centre point measures its configuration first; the other two measure it again.
+    assert [t["restart_first"] for t in centre] == [False, True, True]
+    assert not any(t["restart_first"] for t in screening if t["point_type"] == "factorial")
+    await observe(api, experiment_id, [t["config"] for t in screening], noise=5.0)
+    composite = await pending()
+    assert {t["point_type"] for t in composite} == {"axial", "centre"}
+    # A centre point now repeats runs already measured; an axial point is new.
+    assert all(t["restart_first"] == (t["point_type"] == "centre") for t in composite)
+
+
+async def test_without_restart_replicates_no_trial_restarts(api):
+    experiment_id = (await api.post("/experiments", json=manual_spec())).json()["id"]
+    started = await api.post(
+        f"/experiments/{experiment_id}/optimize", json={"strategy": "auto", "budget": 100}
+    )
+    assert started.json()["restart_replicates"] is False
+    trials = (await api.get(f"/experiments/{experiment_id}/trials")).json()
+    assert len(trials) == 7 and not any(t["restart_first"] for t in trials)
+
+
+async def test_restart_replicates_is_refused_where_the_nodes_cannot_restart(
+    settings: Settings, tmp_path: Path
+):
+    nodes = [{"host": "db1"}, {"host": "db2"}]
+    targets = {"targets": [{"name": "dc", "kind": "external", "settings": {"nodes": nodes}}]}
+    targets_file = tmp_path / "targets.yaml"
+    targets_file.write_text(yaml.safe_dump(targets))
+    app = create_app(settings.model_copy(update={"targets_file": targets_file}))
+    async with app.router.lifespan_context(app):
+        async with app.state.database.session() as session:
+            token = (await api_keys.create(session, owner="tester", role=Role.USER)).token
+        headers = {"Authorization": f"Bearer {token}"}
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://t", headers=headers) as api:
+            spec = manual_spec() | {"target": "dc"}
+            spec["factors"] = [FACTORS[1]]
+            created = await api.post("/experiments", json=spec)
+            assert created.status_code == 201, created.text
+            response = await api.post(
+                f"/experiments/{created.json()['id']}/optimize",
+                json={"budget": 5, "restart_replicates": True},
+            )
+    assert response.status_code == 422, response.text
+    error = response.json()["detail"][0]
+    assert error["loc"][-1] == "restart_replicates"
+    assert "target 'dc' cannot restart its nodes" in error["msg"]

@@ -30,6 +30,7 @@ from worker import galera_sql, lab_layout, lab_supervisor, sysbench
 from worker.lab import print_status
 from worker.targets.base import InfeasibleError, TargetError
 from worker.targets.external import ExternalTarget
+from worker.targets.lab import LabTarget
 
 pytestmark = pytest.mark.integration
 
@@ -439,10 +440,44 @@ def test_the_external_target_restarts_node_by_node_with_the_operators_command(
     wanted = {"gcache.size": "64M", "innodb_flush_method": "O_DIRECT"}
     assert target.restart_with(wanted) > 0
     names = [f"node{i}" for i in range(1, len(nodes) + 1)]
-    assert calls.read_text().splitlines() == [
-        f"{name} gcache.size=64M innodb_flush_method=O_DIRECT" for name in names
-    ]
+    once = [f"{name} gcache.size=64M innodb_flush_method=O_DIRECT" for name in names]
+    assert calls.read_text().splitlines() == once
     assert target.restart_with(wanted) == 0
+    assert target.restart_with(wanted, every_node=True) > 0  # a fresh cluster state
+    assert calls.read_text().splitlines() == once + once
     without = dict(settings, nodes=[{k: v for k, v in n.items() if k != "restart"} for n in nodes])
     with pytest.raises(InfeasibleError, match=f"{', '.join(names)} of target 'bare' have no"):
         ExternalTarget("bare", without).restart_with(wanted)
+    with pytest.raises(InfeasibleError, match="a fresh cluster state needs a restart"):
+        ExternalTarget("bare", without).restart_with({}, every_node=True)
+
+
+def test_a_fresh_trial_restarts_every_node_before_it_runs(
+    layout: lab_layout.LabLayout, cluster: lab_supervisor.LabCluster
+):
+    # A target of its own on the same lab (it adopts the running nodes); not closed, since
+    # closing a lab target stops its nodes.
+    settings = {
+        "base_dir": str(layout.base_dir),
+        "client_port_base": layout.client_port_base,
+        "galera_port_base": layout.galera_port_base,
+        **TRIAL_SETTINGS,
+    }
+    target = LabTarget("lab-fresh", settings)
+    config = {"nodes": 2, "clients": 2, "threads_per_client": 2, "runtime_s": RUNTIME_S}
+
+    def uptimes() -> list[int]:
+        return [
+            int(galera_sql.global_status(node, cluster.credentials, ["uptime"])["uptime"])
+            for node in target.cluster.nodes()
+        ]
+
+    assert target.run(config, run_key=1).responses["restart_s"] == 0
+    assert min(uptimes()) >= RUNTIME_S
+    started = time.monotonic()
+    fresh = target.run(config, run_key=2, fresh=True)
+    elapsed = time.monotonic() - started
+    assert fresh.responses["restart_s"] > 0 and fresh.responses["tps"] > 0
+    # Both nodes started during the trial, before its benchmark ran.
+    assert len(uptimes()) == 2 and max(uptimes()) <= elapsed + 1
+    assert max(uptimes()) >= RUNTIME_S

@@ -16,9 +16,18 @@ from pathlib import Path
 
 import pytest
 
+from app.services.trial_runs import ClaimedTrial
 from app.target_specs import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS, TargetSpec, load_targets
+from worker import tasks
 from worker.targets import TARGET_CLASSES, build_target, cluster
-from worker.targets.base import InfrastructureError, Target, TargetError, TrialCancelledError
+from worker.targets.base import (
+    InfrastructureError,
+    Target,
+    TargetError,
+    TrialCancelledError,
+    TrialResult,
+    Value,
+)
 from worker.targets.cluster import run_processes
 
 
@@ -39,6 +48,49 @@ def test_a_simulated_trial_reports_every_response_of_its_kind():
     assert result.raw_output
     with pytest.raises(TargetError, match="no_such_factor"):
         target.run({"no_such_factor": 1}, run_key=1)
+
+
+def test_a_simulated_trial_is_the_same_from_a_fresh_cluster():
+    # The simulated cluster keeps no state between trials: every trial starts fresh.
+    target = build_target(load_targets(None)["simulated"])
+    config = {"nodes": 3, "threads_per_client": 16}
+    fresh = target.run(config, run_key=3, fresh=True)
+    assert fresh.responses == target.run(config, run_key=3).responses
+
+
+def test_the_worker_asks_for_a_fresh_cluster_when_the_trial_restarts_first(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    asked: list[bool] = []
+
+    class Recording(Target):
+        kind = "recording"
+        accepted_factors = ()
+
+        def run(
+            self,
+            config: dict[str, Value],
+            *,
+            run_key: int,
+            cancel: threading.Event | None = None,
+            fresh: bool = False,
+        ) -> TrialResult:
+            asked.append(fresh)
+            return TrialResult(responses={"tps": 1.0}, raw_output="")
+
+    monkeypatch.setitem(tasks._targets, "recording", Recording("recording", {}))
+    for restart in (True, False):
+        claimed = ClaimedTrial(
+            trial_id=1,
+            experiment_id=1,
+            target="recording",
+            config={},
+            attempt=1,
+            worker="w",
+            restart_first=restart,
+        )
+        assert tasks._run_on_target(claimed, threading.Event()).responses == {"tps": 1.0}
+    assert asked == [True, False]
 
 
 def test_a_manual_target_is_not_runnable():

@@ -72,12 +72,15 @@ class Target(ABC):
         *,
         run_key: int,
         cancel: threading.Event | None = None,
+        fresh: bool = False,
     ) -> TrialResult:
         """Run one configuration. `run_key` identifies the trial (seeds simulated noise).
 
         `cancel` is set from another thread when the trial is cancelled: the run stops what it
         started (processes, by pid), within a few seconds, and raises TrialCancelledError; the
-        target stays usable for the next trial.
+        target stays usable for the next trial. `fresh` asks for a fresh cluster state: every
+        node restarted before the run, so a replicate does not inherit what earlier trials
+        left behind (a target that keeps no state between trials has it always).
         """
 
     def recover(self) -> None:  # noqa: B027 - a stateless target has nothing to reset

@@ -116,9 +116,10 @@ class ClusterTarget(Target):
         """Put the nodes where the trial says (the lab's sites); a real cluster stays put."""
 
     @abstractmethod
-    def restart_with(self, settings: Mapping[str, str]) -> float:
+    def restart_with(self, settings: Mapping[str, str], *, every_node: bool = False) -> float:
         """Run the nodes with the restart-only `settings` (restarting them when those differ
-        from what they run with); the seconds the restarts took, 0 without one."""
+        from what they run with, every node with `every_node`); the seconds the restarts
+        took, 0 without one."""
 
     def cluster_size(self, nodes: list[galera_sql.Node]) -> int:
         """The size every node must see throughout the trial: the nodes given (lab)."""
@@ -213,8 +214,10 @@ class ClusterTarget(Target):
         *,
         run_key: int,
         cancel: threading.Event | None = None,
+        fresh: bool = False,
     ) -> TrialResult:
-        """Run one trial (module docstring); `cancel` stops its sysbench processes."""
+        """Run one trial (module docstring); `cancel` stops its sysbench processes, `fresh`
+        restarts every node first."""
         plan = self.plan(config)
         check_cancelled(cancel)
         try:
@@ -224,6 +227,11 @@ class ClusterTarget(Target):
             # Before a resize: nodes it starts must start with the settings already.
             restart_s = self.restart_with(plan.restart_settings)
             nodes = self.nodes_for(plan.nodes)
+            if fresh and restart_s == 0:
+                # After the resize, so only the trial's nodes restart; a restart for the
+                # settings above restarted every node already, and a node the resize
+                # started is fresh.
+                restart_s = self.restart_with(plan.restart_settings, every_node=True)
             check_cancelled(cancel)
             size = self.cluster_size(nodes)
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)

@@ -72,19 +72,20 @@ class ExternalTarget(ClusterTarget):
                 subprocess.run(commands["start"], check=False, timeout=300)
         return self._nodes[:count]
 
-    def restart_with(self, settings: Mapping[str, str]) -> float:
-        """Run every node's restart command with `settings` when they changed, one node at a
-        time, each healthy in the whole cluster before the next; InfeasibleError when a node
-        has no restart command."""
-        if dict(settings) == self._restarted_with:
+    def restart_with(self, settings: Mapping[str, str], *, every_node: bool = False) -> float:
+        """Run every node's restart command with `settings` when they changed (always with
+        `every_node`), one node at a time, each healthy in the whole cluster before the next;
+        InfeasibleError when a node has no restart command."""
+        if dict(settings) == self._restarted_with and not every_node:
             return 0.0
         missing = [
             n.name for n, c in zip(self._nodes, self._commands, strict=True) if not c["restart"]
         ]
         if missing:
+            needs = f"{', '.join(settings)} need" if settings else "a fresh cluster state needs"
             raise InfeasibleError(
-                f"{', '.join(settings)} need a restart, and {', '.join(missing)} of target"
-                f" '{self.name}' have no restart command"
+                f"{needs} a restart, and {', '.join(missing)} of target '{self.name}' have no"
+                " restart command"
             )
         size = self.cluster_size(self._nodes[:1])
         started = time.monotonic()

@@ -48,9 +48,10 @@ class LabTarget(ClusterTarget):
         """Split the nodes over the trial's sites, the WAN between them at its round trip."""
         self.cluster.place(plan.sites, Delay(rtt_ms=plan.wan_rtt_ms, jitter_ms=plan.wan_jitter_ms))
 
-    def restart_with(self, settings: Mapping[str, str]) -> float:
-        """A rolling restart of the nodes whose option file lacks `settings`."""
-        return self.cluster.configure(settings)
+    def restart_with(self, settings: Mapping[str, str], *, every_node: bool = False) -> float:
+        """A rolling restart of the nodes whose option file lacks `settings` (of every node
+        with `every_node`)."""
+        return self.cluster.configure(settings, every_node=every_node)
 
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """Resize the running cluster to `count` nodes."""

@@ -505,9 +505,12 @@ class SimulatedTarget(Target):
         *,
         run_key: int,
         cancel: threading.Event | None = None,
+        fresh: bool = False,
     ) -> TrialResult:
         """Evaluate the model for `config` with the noise of trial `run_key`, taking
-        `seconds_per_trial` as a real benchmark would take its runtime (cut short by `cancel`)."""
+        `seconds_per_trial` as a real benchmark would take its runtime (cut short by `cancel`).
+        Every trial starts fresh here (no state carries between them), so `fresh` changes
+        nothing."""
         resolved = _resolve(config)
         # Waiting on the event, not sleeping: a cancelled trial stops at once, as sysbench would.
         (cancel if cancel is not None else threading.Event()).wait(self.seconds_per_trial)

@@ -28,6 +28,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
         budget=loop.budget,
         batch_size=loop.batch_size,
         stop_when_expected_improvement_below=loop.stop_below,
+        restart_replicates=loop.restart_replicates,
         rounds=loop.rounds,
         trials_used=progress.trials_used,
         stage=loop.stage,

@@ -28,6 +28,7 @@ class ClaimedTrial:
     config: dict[str, Any]
     attempt: int
     worker: str
+    restart_first: bool = False
 
 
 async def claim(
@@ -56,6 +57,7 @@ async def held_by(session: AsyncSession, *, trial_id: int, worker: str) -> Claim
         config=dict(trial.config),
         attempt=trial.attempts,
         worker=worker,
+        restart_first=trial.restart_first,
     )
 
 
