@@ -74,8 +74,9 @@ def main() -> None:
     finally:
         target.cluster.reset()
         shutil.rmtree(root, ignore_errors=True)
+    setting = ", ".join(f"{name} {value}" for name, value in CONFIG.items())
     table = Table(
-        title=f"Replicates of {CONFIG} on a 3-node lab, {args.runtime} s trials",
+        title=f"Replicates of one configuration ({setting}), {args.runtime} s trials",
         caption="baseline: consecutive replicates; ratio = spread between replicates / tps_se",
     )
     for column in (
@@ -108,7 +109,7 @@ def main() -> None:
             f"{wall:.1f}",
             f"{wall / base_wall:.2f}",
         )
-    Console().print(table)
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":

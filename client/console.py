@@ -211,6 +211,7 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
         ("trials used", f"{loop['trials_used']} of {loop['budget']} (batch {loop['batch_size']})"),
         ("last expected improvement", _sig(loop.get("expected_improvement"), 4)),
         ("stop when improvement below", _sig(stop_rule, 4)),
+        ("replicates", "nodes restarted first" if loop.get("restart_replicates") else None),
         ("explanation", loop.get("explanation")),
         ("stop reason", loop.get("stop_reason")),
         ("error", loop.get("error")),

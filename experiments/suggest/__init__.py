@@ -167,6 +167,7 @@ def recommendation(
             limits=limits,
             responses=runs.responses,
             failed=runs.failed,
+            errors=runs.errors,
             seed=seed,
         )
     except DomainError:

@@ -161,8 +161,8 @@ HELP = [
     (["trials"], ["ID"]),
     (["analysis"], ["ID", "--response", "--model"]),
     (["suggest"], ["ID", "--strategy", "--count"]),
-    (["optimize"], ["ID", "--budget", "--strategy", "--batch-size", "--stop-below", "--wait",
-                    "--timeout"]),
+    (["optimize"], ["ID", "--budget", "--strategy", "--batch-size", "--stop-below",
+                    "--restart-replicates", "--wait", "--timeout"]),
     (["design"], ["preview"]),
     (["design", "preview"], ["FILE.yaml"]),
     (["export"], ["ID", "--format", "csv", "plan", "json", "--output"]),
@@ -481,11 +481,12 @@ def test_optimize_wait_follows_the_loop_until_it_stops(
     experiment_id = submitted_id(ok(run("submit", str(spec), api=api)))
     loop = ok(
         run("optimize", str(experiment_id), "--budget", "3", "--batch-size", "2", "--wait",
-            "--timeout", "120", api=api)
+            "--restart-replicates", "--timeout", "120", api=api)
     )  # fmt: skip
     assert re.search(r"optimization loop \d+ running: auto, budget 3 trials, 2 per round", loop)
     assert "loop stopped: the budget of trials is used up" in loop, loop
     assert re.search(r"trials used\s+│\s+3 of 3 \(batch 2\)", loop), loop
+    assert re.search(r"replicates\s+│\s+nodes restarted first", loop), loop
     # Three runs of two factors support no model yet: the loop says so instead of an optimum.
     assert "no analysis: HTTP 422: model: needs at least 4 successful runs" in loop, loop
     after = ok(run("status", str(experiment_id), api=api))
