@@ -464,11 +464,13 @@ def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
     table.add_column("share of SS %", justify="right")
     table.add_column("p", justify="right")
     for item in analysis["ranked_factors"]:
+        # The model left out every term of the factor (AICc): nothing was estimated or tested.
+        dropped = item.get("p_value") is None and item["effect"] == 0
         table.add_row(
             escape(item["factor"]),
-            f"{item['effect']:+.1f}",
+            "not in the model" if dropped else f"{item['effect']:+.1f}",
             _num(item.get("share_of_ss")),
-            _p(item.get("p_value")),
+            "" if dropped else _p(item.get("p_value")),
         )
     console.print(table)
 

@@ -70,3 +70,26 @@ def test_show_trial_summarizes_the_reproducibility_record():
         "node1 (127.0.0.1:3311)" in text
         and "2 configured variables, 1 wsrep counters moved" in text
     )
+
+
+def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zero():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from client.console import _print_ranked
+
+    analysis = {
+        "response": "tps",
+        "model": "auto",
+        "ranked_factors": [
+            {"factor": "nodes", "effect": -412.5, "share_of_ss": 91.0, "p_value": 0.0004},
+            {"factor": "threads_per_client", "effect": 0.0, "share_of_ss": 0.0, "p_value": None},
+        ],
+    }
+    out = StringIO()
+    _print_ranked(Console(file=out, width=120), analysis)
+    rows = {line.split("│")[1].strip(): line for line in out.getvalue().splitlines() if "│" in line}
+    assert "-412.5" in rows["nodes"] and "< 0.001" in rows["nodes"]
+    assert "not in the model" in rows["threads_per_client"]
+    assert "n/a" not in rows["threads_per_client"]
