@@ -132,7 +132,14 @@ def _finished(plan: Plan, strategy: str, space: FactorSpace, runs: Runs, seed: i
     when its own strategy has no model (when the runs can be modelled at all)."""
     missing = [s for s in plan.suggestions if s.predicted is None]
     predictions = (
-        predict(space, runs.configs, runs.values, [s.config for s in missing], seed=seed)
+        predict(
+            space,
+            runs.configs,
+            runs.values,
+            [s.config for s in missing],
+            errors=runs.errors,
+            seed=seed,
+        )
         if missing
         else None
     )

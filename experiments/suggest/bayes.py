@@ -364,18 +364,21 @@ def predict(
     values: Sequence[float],
     points: Sequence[Mapping[str, Value]],
     *,
+    errors: Sequence[float] = (),
     seed: int = 0,
 ) -> list[tuple[float, float]] | None:
     """The Gaussian process's mean and standard deviation of the mean at `points`, fitted to
-    the runs; None when the runs cannot be modelled (fewer than two, or all equal)."""
+    the runs (with their own standard errors, when known); None when the runs cannot be
+    modelled (fewer than two, or all equal)."""
     try:
         observed, y = _checked_runs(space, configs, values)
     except DomainError:
         return None
+    own = _checked_errors(errors, len(y))
     encoder = Encoder(space)
     x = encoder.features([[c[n] for n in space.names] for c in observed])
     keep = training_rows(x, y)
-    model = fit(x[keep], y[keep], seed)
+    model = fit(x[keep], y[keep], seed, None if own is None else own[keep])
     mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
 

@@ -322,6 +322,15 @@ def test_runs_that_report_their_own_errors_are_weighed_by_them():
         with_errors.append(1000.0 - bowl(weighed.config))
         without.append(1000.0 - bowl(recommend(NODES_THREADS, configs, values, seed=seed).config))
     assert np.mean(with_errors) < 0.6 * np.mean(without), (with_errors, without)
+    # The predictions shown beside a staged design's points come from the same weighing.
+    top = [{"nodes": 6, "threads": 23}]
+    weighed_top = predict(NODES_THREADS, configs, values, top, errors=list(errors), seed=19)
+    encoder = Encoder(NODES_THREADS)
+    x = encoder.features([[c["nodes"], c["threads"]] for c in configs])
+    model = fit(x, np.array(values), 19, np.array(errors))
+    mean, sd = mean_and_sd(model, encoder.features([[6, 23]]))
+    assert weighed_top == [pytest.approx((mean[0], sd[0]))]
+    assert weighed_top != predict(NODES_THREADS, configs, values, top, seed=19)
     with pytest.raises(DomainError) as error:
         recommend(NODES_THREADS, CORNERS, [bowl(c) for c in CORNERS], errors=[1.0, 2.0])
     assert error.value.field == "errors"
