@@ -49,15 +49,6 @@ MEASURED_RESPONSES: tuple[str, ...] = (
     "latency_p95_steady_ms",
     "latency_p95_se_ms",
 )
-# The standard error a real trial reports for a response, from the spread of sysbench's interval
-# reports after the warm-up: of the steady-state mean strictly, and as close an estimate as there
-# is for the whole run's value, which differs from it by the warm-up's share.
-STANDARD_ERRORS: dict[str, str] = {
-    "tps": "tps_se",
-    "tps_steady": "tps_se",
-    "latency_p95_ms": "latency_p95_se_ms",
-    "latency_p95_steady_ms": "latency_p95_se_ms",
-}
 # The sysbench workloads Debian's sysbench 1.0.20 ships that run on the oltp_* schema: every one
 # is prepared the same way, so a schema prepared once serves them all.
 WORKLOADS: tuple[str, ...] = (

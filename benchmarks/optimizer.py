@@ -122,7 +122,6 @@ def race(problem: Problem, method: Method, seed: int, budget: int) -> Race:
             history.configs.append(config)
             history.values.append(observed.value)
             history.constrained.append(observed.constrained)
-            history.errors.append(observed.error)
             history.point_types.append(point_type)
             truths.append(problem.score(config))
             recommended.append(current)

@@ -19,15 +19,13 @@ class History:
 
     `values[i]` is None when trial i failed (no measurement); `constrained[i]` is the observed
     value of the problem's constrained second response (None when the problem has none or the
-    trial failed), which must stay at or below the problem's `constraint_limit`; `errors[i]`
-    the standard error trial i reported of its value (0 when none).
+    trial failed), which must stay at or below the problem's `constraint_limit`.
     """
 
     configs: list[Config] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
     point_types: list[str] = field(default_factory=list)
     constrained: list[float | None] = field(default_factory=list)
-    errors: list[float] = field(default_factory=list)  # each trial's own standard error
 
     def __len__(self) -> int:
         return len(self.configs)

@@ -160,7 +160,6 @@ class Service:
             point_types=[history.point_types[i] for i in measured],
             responses=responses,  # type: ignore[arg-type]
             failed=[c for c, v in zip(history.configs, history.values, strict=True) if v is None],
-            errors=[history.errors[i] for i in measured] if any(history.errors) else (),
         )
 
     def ask(self, history: History, budget_left: int) -> list[tuple[Config, str]]:

@@ -23,11 +23,6 @@ point of the integer lattice at 60 s (throughput does not depend on the runtime 
 - `branin`: the Branin function minimized, x1 an integer -5..10 and x2 continuous 0..15,
   noise-free. For a whole x1 it is a quadratic in x2, so its minimum is the clipped vertex.
 
-Every trial of the simulated cluster also reports its own standard error, as a real trial reports
-`tps_se` from its interval reports: `OWN_ERROR_SHARE` of the trial's noise, estimated (chi-square
-with `OWN_ERROR_DF` degrees of freedom) rather than known. The service's strategies take it as
-the run's own noise; the peers have no way to.
-
 A configuration is judged by `Problem.score`: its noise-free value when its trial would succeed
 and its noise-free constrained response meets the limit, else None (deploying it fails).
 `problem(name)` builds one (cached per process: the optima take a few seconds).
@@ -67,11 +62,6 @@ SIMULATED_NOISE = 0.03
 MAX_CONNECTIONS = 96
 LATENCY_LIMIT_MS = 40.0
 HARTMANN_NOISE = 0.05
-# A lab trial's own standard error (tps_se) against the spread between consecutive replicates of
-# its configuration: 3.4 % against 11.8 % (benchmarks/replicate_spread.py, 2026-11-26).
-OWN_ERROR_SHARE = 0.3
-# Interval batches a 60 s trial's standard error is estimated from, less one.
-OWN_ERROR_DF = 10
 
 
 @dataclass(frozen=True)
@@ -81,7 +71,6 @@ class Observation:
 
     value: float | None
     constrained: float | None = None
-    error: float = 0.0  # the trial's own standard error of `value` (0: none reported)
 
 
 def _always(config: Mapping[str, Value]) -> bool:
@@ -223,14 +212,6 @@ def _simulated_run(config: Mapping[str, Value], noise: float, seed: int, run_ind
     return target.run(config, run_key=run_index).responses
 
 
-def _own_error(value: float, noise: float, seed: int, run_index: int) -> float:
-    """The standard error a trial of relative noise `noise` reports of its `value`, estimated
-    from its own interval reports (so it varies from trial to trial)."""
-    rng = np.random.default_rng([seed, run_index, OWN_ERROR_DF])
-    estimate = math.sqrt(rng.chisquare(OWN_ERROR_DF) / OWN_ERROR_DF)
-    return OWN_ERROR_SHARE * noise * abs(value) * estimate
-
-
 def simulated(
     name: str,
     noise: NoiseOf,
@@ -254,8 +235,7 @@ def simulated(
     def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
         if not feasible(config):
             return Observation(None)
-        tps = _simulated_run(config, noise(config), seed, run_index)["tps"]
-        return Observation(tps, error=_own_error(tps, noise(config), seed, run_index))
+        return Observation(_simulated_run(config, noise(config), seed, run_index)["tps"])
 
     low, high = (
         noise({"clients": 1, "threads_per_client": 1}),
@@ -339,9 +319,7 @@ def simulated_workloads() -> Problem:
         resolved = _workload_config(config)
         measured = _simulated_run(resolved, SIMULATED_NOISE, seed, run_index)
         share = float(resolved["write_share"])  # type: ignore[arg-type]
-        writes = _row_writes(measured, share)
-        error = _own_error(writes, SIMULATED_NOISE, seed, run_index)
-        return Observation(writes, measured["latency_p95_ms"], error)
+        return Observation(_row_writes(measured, share), measured["latency_p95_ms"])
 
     return Problem(
         "simulated_workloads",

@@ -19,7 +19,7 @@ from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError
 from app.services.trial_runs import new_trial
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
-from app.target_specs import STANDARD_ERRORS, TargetSpec
+from app.target_specs import TargetSpec
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, FactorSpace
 
@@ -125,7 +125,5 @@ def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
             raise DomainError(field_name, "must be a number")
         if not math.isfinite(value):
             raise DomainError(field_name, "must be finite")
-        if name in STANDARD_ERRORS.values() and value < 0:
-            raise DomainError(field_name, "a standard error is at least 0")
         checked[name] = float(value)
     return checked

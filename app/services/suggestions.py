@@ -15,7 +15,7 @@ from app.queue import TaskQueue
 from app.services import access, progress, trial_runs
 from app.services.errors import ConflictError, NotFoundError
 from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialStatus
-from app.target_specs import STANDARD_ERRORS, TargetSpec
+from app.target_specs import TargetSpec
 from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
 from experiments.numbers import finite_or_none
@@ -51,8 +51,7 @@ def runs_of(
     limits = [Limit(response=b.response, min=b.min, max=b.max) for b in objective.bounds]
     goals = objective.desirability
     needed = objective.responses
-    configs, values, types, failed, errors = [], [], [], [], []
-    error_of = None if goals else STANDARD_ERRORS.get(objective.response)
+    configs, values, types, failed = [], [], [], []
     responses: dict[str, list[float]] = {lim.response: [] for lim in limits}
     for trial in trials:
         if trial.status == TrialStatus.FAILED:
@@ -66,16 +65,10 @@ def runs_of(
             values.append(measured_desirability(goals, measured))
         else:
             values.append(measured[objective.response])
-        errors.append(measured.get(error_of, 0.0) if error_of else 0.0)
         for lim in limits:
             responses[lim.response].append(measured[lim.response])
     runs = Runs(
-        configs=configs,
-        values=values,
-        point_types=types,
-        responses=responses,
-        failed=failed,
-        errors=errors if any(errors) else (),
+        configs=configs, values=values, point_types=types, responses=responses, failed=failed
     )
     goal = "maximize" if goals else objective.goal
     return runs, StrategyAim(goal=goal, limits=limits)

@@ -132,14 +132,7 @@ def _finished(plan: Plan, strategy: str, space: FactorSpace, runs: Runs, seed: i
     when its own strategy has no model (when the runs can be modelled at all)."""
     missing = [s for s in plan.suggestions if s.predicted is None]
     predictions = (
-        predict(
-            space,
-            runs.configs,
-            runs.values,
-            [s.config for s in missing],
-            errors=runs.errors,
-            seed=seed,
-        )
+        predict(space, runs.configs, runs.values, [s.config for s in missing], seed=seed)
         if missing
         else None
     )
@@ -174,7 +167,6 @@ def recommendation(
             limits=limits,
             responses=runs.responses,
             failed=runs.failed,
-            errors=runs.errors,
             seed=seed,
         )
     except DomainError:

@@ -92,8 +92,7 @@ class Runs:
     `configs` and `values` are the succeeded runs and their objective response; `point_types`
     says what each run was planned as (empty: all "observed"); `responses` holds other
     responses, one value per run, for the limits; `failed` lists configurations whose trials
-    failed, which are never suggested again; `errors` holds each run's own standard error of its
-    value (a real trial's `tps_se`; 0 where a run has none, empty when none has).
+    failed, which are never suggested again.
     """
 
     configs: Sequence[Mapping[str, object]] = ()
@@ -101,7 +100,6 @@ class Runs:
     point_types: Sequence[str] = ()
     responses: Mapping[str, Sequence[float]] = field(default_factory=dict)
     failed: Sequence[Mapping[str, object]] = ()
-    errors: Sequence[float] = ()
 
     def __post_init__(self) -> None:
         if len(self.values) != len(self.configs):
@@ -110,8 +108,6 @@ class Runs:
             )
         if self.point_types and len(self.point_types) != len(self.configs):
             raise DomainError("point_types", "needs one point type per run")
-        if self.errors and len(self.errors) != len(self.configs):
-            raise DomainError("errors", "needs one standard error per run")
         for name, values in self.responses.items():
             if len(values) != len(self.configs):
                 raise DomainError(f"responses.{name}", "needs one value per run")
@@ -133,7 +129,6 @@ class Runs:
             point_types=[types[i] for i in keep],
             responses={n: [v[i] for i in keep] for n, v in self.responses.items()},
             failed=self.failed,
-            errors=[self.errors[i] for i in keep] if self.errors else (),
         )
 
 

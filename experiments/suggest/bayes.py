@@ -123,7 +123,6 @@ def bayes(
     responses: Mapping[str, Sequence[float]] | None = None,
     failed: Sequence[Mapping[str, object]] = (),
     point_types: Sequence[str] = (),
-    errors: Sequence[float] = (),
     seed: int = 0,
     candidates: int = 4096,
 ) -> list[Suggestion]:
@@ -131,11 +130,11 @@ def bayes(
 
     `configs` and `values` are the runs so far (one response value per run); `responses` holds
     the values of every limited response, one per run; `failed` lists configurations whose
-    trials failed; `point_types` says what each run was (replicates are spaced out by them);
-    `errors` are the runs' own standard errors of their values, when known. Every suggestion is
-    a valid configuration of `space` meeting every factor constraint. Fewer than `count` come
-    back only when fewer unrun configurations remain. Raises DomainError on bad input, or when
-    no configuration meets the constraints or every allowed one has been run.
+    trials failed; `point_types` says what each run was (replicates are spaced out by them).
+    Every suggestion is a valid configuration of `space` meeting every factor
+    constraint. Fewer than `count` come back only when fewer unrun configurations remain.
+    Raises DomainError on bad input, or when no configuration meets the constraints or every
+    allowed one has been run.
     """
     return bayes_batch(
         space,
@@ -148,7 +147,6 @@ def bayes(
         responses=responses,
         failed=failed,
         point_types=point_types,
-        errors=errors,
         seed=seed,
         candidates=candidates,
     )[0]
@@ -167,7 +165,6 @@ def bayes_batch(
     responses: Mapping[str, Sequence[float]] | None = None,
     failed: Sequence[Mapping[str, object]] = (),
     point_types: Sequence[str] = (),
-    errors: Sequence[float] = (),
     seed: int = 0,
     candidates: int = 4096,
 ) -> tuple[list[Suggestion], Recommendation]:
@@ -179,8 +176,7 @@ def bayes_batch(
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 16:
         raise DomainError("candidates", "must be a whole number of at least 16")
     sign = 1.0 if goal == "maximize" else -1.0
-    own = _checked_errors(errors, len(y))
-    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed, own)
+    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
     pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates)
     suggestions = _batch(fitted, pool, sign, count, list(point_types))
     if not suggestions:
@@ -201,7 +197,6 @@ def recommend(
     limits: Sequence[Limit] = (),
     responses: Mapping[str, Sequence[float]] | None = None,
     failed: Sequence[Mapping[str, object]] = (),
-    errors: Sequence[float] = (),
     seed: int = 0,
 ) -> Recommendation:
     """The configuration to deploy: of those run, the one of best Gaussian-process mean (among
@@ -209,8 +204,7 @@ def recommend(
     be modelled (fewer than two, or all equal)."""
     observed, y = _checked_runs(space, configs, values)
     sign = 1.0 if check_goal(goal) == "maximize" else -1.0
-    own = _checked_errors(errors, len(y))
-    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed, own)
+    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
     return fitted.deploy.recommendation(space, sign)
 
 
@@ -240,13 +234,11 @@ class _Fitted:
         limits: Sequence[Limit],
         responses: Mapping[str, Sequence[float]] | None,
         seed: int,
-        errors: np.ndarray | None = None,
     ) -> _Fitted:
         encoder = Encoder(space)
         x = encoder.features([[c[n] for n in space.names] for c in observed])
         broken = [space.check_config(c, in_region=False) for c in failed]
         x_fit, t_fit = x, target
-        e_fit = np.zeros(len(target)) if errors is None else errors
         if broken:
             # A configuration whose trial failed counts as the worst result so far, so the
             # model steers away from where trials fail (too many connections, too many nodes)
@@ -254,10 +246,9 @@ class _Fitted:
             failed_x = encoder.features([[c[n] for n in space.names] for c in broken])
             x_fit = np.vstack([x, failed_x])
             t_fit = np.append(target, np.full(len(broken), target.min()))
-            e_fit = np.append(e_fit, np.zeros(len(broken)))
         keep = training_rows(x_fit, t_fit)
         x_fit, t_fit = x_fit[keep], t_fit[keep]
-        model = fit(x_fit, t_fit, seed, e_fit[keep] if errors is not None else None)
+        model = fit(x_fit, t_fit, seed)
         measured = keep[keep < len(target)]
         guards = [
             _Guard(
@@ -364,21 +355,18 @@ def predict(
     values: Sequence[float],
     points: Sequence[Mapping[str, Value]],
     *,
-    errors: Sequence[float] = (),
     seed: int = 0,
 ) -> list[tuple[float, float]] | None:
     """The Gaussian process's mean and standard deviation of the mean at `points`, fitted to
-    the runs (with their own standard errors, when known); None when the runs cannot be
-    modelled (fewer than two, or all equal)."""
+    the runs; None when the runs cannot be modelled (fewer than two, or all equal)."""
     try:
         observed, y = _checked_runs(space, configs, values)
     except DomainError:
         return None
-    own = _checked_errors(errors, len(y))
     encoder = Encoder(space)
     x = encoder.features([[c[n] for n in space.names] for c in observed])
     keep = training_rows(x, y)
-    model = fit(x[keep], y[keep], seed, None if own is None else own[keep])
+    model = fit(x[keep], y[keep], seed)
     mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
 
@@ -656,18 +644,6 @@ def _sobol(lattice: Lattice, size: int, seed: int) -> list[list[int]]:
 
 def _key(space: FactorSpace, config: Mapping[str, Value]) -> tuple[Value, ...]:
     return tuple(config[n] for n in space.names)
-
-
-def _checked_errors(errors: Sequence[float], runs: int) -> np.ndarray | None:
-    """The runs' own standard errors as an array, None when none was given."""
-    if len(errors) == 0:
-        return None
-    if len(errors) != runs:
-        raise DomainError("errors", "one standard error per run, or none")
-    numbers = np.array([float(e) for e in errors])
-    if not np.all(np.isfinite(numbers) & (numbers >= 0)):
-        raise DomainError("errors", "standard errors are finite numbers of at least 0")
-    return numbers
 
 
 def _checked_runs(

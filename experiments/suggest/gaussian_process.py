@@ -13,9 +13,6 @@ grows with the connections of the whole cluster and coherency with those of one 
 Universal Scalability Law counts both), so the optimum is a curved ridge across the factors,
 which a kernel of one length scale per factor learns only point by point.
 Predictions are of the *mean* response: the fitted noise is taken out of the standard deviation.
-A run's noise is the white term, fitted and shared by every run, plus the run's own standard
-error when it reports one (a trial's `tps_se`, from the spread of its per-interval throughput),
-known and its own: a run that wavered while it was measured weighs less than a steady one.
 
 Fitting costs the cube of the runs and scoring candidates their square, so beyond
 `MAX_TRAINING_ROWS` runs the model learns from a subset (`training_rows`): the best third, where
@@ -57,8 +54,6 @@ __all__ = [
 ]
 
 _RESTARTS = 2
-# GaussianProcessRegressor's default diagonal jitter, kept for rows without an error of their own.
-_JITTER = 1e-10
 # Measured on the simulated cluster's 5 factors (2 cores, one BLAS thread): a suggestion took
 # 40 s at 800 runs with every run in the model, and takes 3-4 s with this cap.
 MAX_TRAINING_ROWS = 250
@@ -203,15 +198,11 @@ def training_rows(x: np.ndarray, y: np.ndarray, limit: int = MAX_TRAINING_ROWS) 
     return np.sort(np.concatenate([best, np.array(picked, dtype=int)]))
 
 
-def fit(
-    x: np.ndarray, y: np.ndarray, seed: int, errors: np.ndarray | None = None
-) -> GaussianProcessRegressor:
-    """The Gaussian process fitted to features `x` and responses `y` (maximum a posteriori);
-    `errors` are the rows' own standard errors, when known (module docstring)."""
+def fit(x: np.ndarray, y: np.ndarray, seed: int) -> GaussianProcessRegressor:
+    """The Gaussian process fitted to features `x` and responses `y` (maximum a posteriori)."""
     kernel = _kernel(x.shape[1])
     model = GaussianProcessRegressor(
         kernel=kernel,
-        alpha=_own_noise(y, errors),
         normalize_y=True,
         n_restarts_optimizer=_RESTARTS,
         random_state=seed,
@@ -222,17 +213,6 @@ def fit(
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(x, y)
     return model
-
-
-def _own_noise(y: np.ndarray, errors: np.ndarray | None) -> np.ndarray:
-    """What GaussianProcessRegressor adds to each row's diagonal: the row's own standard error
-    squared on the normalized response (it divides `y` by its standard deviation), never below
-    its default jitter."""
-    if errors is None:
-        return np.full(len(y), _JITTER)
-    variance = float(np.var(y))
-    scaled = np.square(errors) / variance if variance > 0 else np.zeros(len(y))
-    return np.maximum(scaled, _JITTER)
 
 
 def _slice_of(kernel: Kernel, name: str) -> slice:
@@ -280,23 +260,14 @@ def _with_length_scale_prior(lengths: slice) -> Optimizer:
 def refit(
     model: GaussianProcessRegressor, x: np.ndarray, y: np.ndarray
 ) -> GaussianProcessRegressor:
-    """Condition on more points with the fitted hyperparameters (no re-optimization): `x` and
-    `y` are the training rows, in their order, then the new ones, which have no error of
-    their own."""
-    trained = len(model.X_train_)
-    scale = float(np.atleast_1d(model._y_train_std)[0])
-    errors = np.zeros(len(y))
-    errors[:trained] = np.sqrt(np.broadcast_to(model.alpha, (trained,))) * scale
-    refit = GaussianProcessRegressor(
-        kernel=model.kernel_, alpha=_own_noise(y, errors), normalize_y=True, optimizer=None
-    )
+    """Condition on more points with the fitted hyperparameters (no re-optimization)."""
+    refit = GaussianProcessRegressor(kernel=model.kernel_, normalize_y=True, optimizer=None)
     return refit.fit(x, y)
 
 
 def noise_variance(model: GaussianProcessRegressor) -> float:
-    """The run-to-run noise variance on the normalized response: the fitted white term plus
-    the runs' own error variances on average (what a new run is expected to carry)."""
-    return float(model.kernel_.k2.noise_level) + float(np.mean(model.alpha))
+    """The fitted run-to-run noise variance, on the normalized response."""
+    return float(model.kernel_.k2.noise_level)
 
 
 def signal_variance(model: GaussianProcessRegressor) -> float:

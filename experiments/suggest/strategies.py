@@ -110,7 +110,6 @@ class Bayes(Strategy):
             responses=runs.responses,
             failed=runs.failed,
             point_types=runs.types,
-            errors=runs.errors,
             seed=self.seed,
         )
         gains = [s.expected_improvement for s in found if s.expected_improvement is not None]

@@ -12,9 +12,8 @@ import yaml
 from httpx import ASGITransport, AsyncClient
 
 from app.config import Settings
-from app.db import models
 from app.main import create_app
-from app.services import api_keys, optimization_loop, suggestions
+from app.services import api_keys, optimization_loop
 from app.services.api_keys import Role
 
 FACTORS = [
@@ -338,37 +337,3 @@ async def test_restart_replicates_is_refused_where_the_nodes_cannot_restart(
     error = response.json()["detail"][0]
     assert error["loc"][-1] == "restart_replicates"
     assert "target 'dc' cannot restart its nodes" in error["msg"]
-
-
-TPS = {"response": "tps", "goal": "maximize"}
-
-
-def test_the_strategies_see_each_run_s_own_standard_error_of_the_objective():
-    experiment = models.Experiment(name="errors", target="manual", factors=FACTORS, objective=TPS)
-    configs = [{"nodes": n, "threads_per_client": 8} for n in (1, 3, 5)]
-    measured = [{"tps": 900.0, "tps_se": 12.5}, {"tps": 950.0}, {"tps": 990.0, "tps_se": 30.0}]
-    trials = [
-        models.Trial(status="succeeded", point_type="observed", config=c, responses=r)
-        for c, r in zip(configs, measured, strict=True)
-    ]
-    runs, _ = suggestions.runs_of(experiment, trials)
-    assert list(runs.errors) == [12.5, 0.0, 30.0]  # a run without one adds none of its own
-    # Latency's own error, for a latency objective; none for a response that has none.
-    experiment.objective = {"response": "latency_p95_ms", "goal": "minimize"}
-    for trial in trials:
-        trial.responses = {"latency_p95_ms": 20.0, "latency_p95_se_ms": 1.5}
-    assert list(suggestions.runs_of(experiment, trials)[0].errors) == [1.5] * 3
-    experiment.objective = {"response": "qps", "goal": "maximize"}
-    for trial in trials:
-        trial.responses = {"qps": 2000.0, "tps_se": 1.5}
-    assert not suggestions.runs_of(experiment, trials)[0].errors
-
-
-async def test_a_negative_standard_error_is_refused(api):
-    experiment_id = (await api.post("/experiments", json=manual_spec())).json()["id"]
-    observation = {"config": {"nodes": 3, "threads_per_client": 8}, "responses": {"tps": 900.0}}
-    observation["responses"]["tps_se"] = -1.0
-    response = await api.post(f"/experiments/{experiment_id}/observations", json=[observation])
-    assert response.status_code == 422, response.text
-    error = response.json()["detail"][0]
-    assert error["loc"][-1] == "tps_se" and "a standard error is at least 0" in error["msg"]

@@ -26,7 +26,6 @@ from benchmarks.optimizer_problems import (
     BRANIN_SPACE,
     LATENCY_LIMIT_MS,
     MAX_CONNECTIONS,
-    OWN_ERROR_SHARE,
     branin_function,
     hartmann6_function,
     problem,
@@ -153,22 +152,8 @@ def _history(p, configs):
         history.configs.append(config)
         history.values.append(observed.value)
         history.constrained.append(observed.constrained)
-        history.errors.append(observed.error)
         history.point_types.append("fake")
     return history
-
-
-def test_a_simulated_trial_reports_its_own_error_as_a_share_of_its_noise():
-    p = problem("simulated_hetero")
-    quiet = {"nodes": 3, "clients": 1, "threads_per_client": 4, "wsrep_slave_threads": 1}
-    quiet["runtime_s"] = 60.0
-    loud = quiet | {"clients": 8, "threads_per_client": 64}
-    for config, noise in ((quiet, 0.02 + 0.08 * 3 / 511), (loud, 0.10)):
-        ratios = [o.error / o.value for o in (p.observe(config, 0, i) for i in range(400))]
-        # An estimate from OWN_ERROR_DF + 1 batches: E sqrt(chi2(10) / 10) = 0.975.
-        assert np.mean(ratios) == pytest.approx(0.975 * OWN_ERROR_SHARE * noise, rel=0.03)
-    hartmann = problem("hartmann6_noisy")
-    assert hartmann.observe(hartmann.optimum_config, 0, 0).error == 0.0
 
 
 def test_the_service_recommends_what_its_loop_reports():
@@ -177,9 +162,6 @@ def test_the_service_recommends_what_its_loop_reports():
     configs = [p.space.decode(rng.uniform(-1, 1, len(p.space))) for _ in range(12)]
     history = _history(p, configs)
     assert any(v is None for v in history.values) and any(v is not None for v in history.values)
-    # A measured trial reports its own standard error, a failed one none.
-    pairs = zip(history.values, history.errors, strict=True)
-    assert all((error > 0) == (value is not None) for value, error in pairs)
     service = Service("bayes", p, seed=0, budget=30)
     measured = [i for i, v in enumerate(history.values) if v is not None]
     plan = next_batch(
@@ -190,7 +172,6 @@ def test_the_service_recommends_what_its_loop_reports():
             values=[history.values[i] for i in measured],
             point_types=["fake"] * len(measured),
             failed=[c for c, v in zip(configs, history.values, strict=True) if v is None],
-            errors=[history.errors[i] for i in measured],
         ),
         budget_left=18,
     )

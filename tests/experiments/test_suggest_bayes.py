@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-from sklearn.gaussian_process import GaussianProcessRegressor
 
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
@@ -20,7 +19,6 @@ from experiments.suggest.gaussian_process import (
     indistinguishable,
     mean_and_sd,
     noise_variance,
-    refit,
     training_rows,
 )
 
@@ -306,64 +304,6 @@ def test_the_recommendation_beats_the_luckiest_run_under_noise():
     low = recommend(NODES_THREADS, configs, [-v for v in values], goal="minimize", seed=19)
     assert low.config == found.config and low.predicted == pytest.approx(-found.predicted)
     assert found.reason.startswith("Deploy nodes=")
-
-
-def test_runs_that_report_their_own_errors_are_weighed_by_them():
-    # Half the runs are steady (sd 20), half waver (sd 300), and each says which it is, as a
-    # trial's tps_se does: over twenty seeds the recommendation loses far less with the errors
-    # than without them (measured: 27.6 against 70.9).
-    with_errors, without = [], []
-    for seed in range(20):
-        rng = np.random.default_rng(seed)
-        configs = random_configs(rng)
-        errors = rng.choice([20.0, 300.0], len(configs))
-        values = [bowl(c) + rng.normal(0, e) for c, e in zip(configs, errors, strict=True)]
-        weighed = recommend(NODES_THREADS, configs, values, errors=list(errors), seed=seed)
-        with_errors.append(1000.0 - bowl(weighed.config))
-        without.append(1000.0 - bowl(recommend(NODES_THREADS, configs, values, seed=seed).config))
-    assert np.mean(with_errors) < 0.6 * np.mean(without), (with_errors, without)
-    # The predictions shown beside a staged design's points come from the same weighing.
-    top = [{"nodes": 6, "threads": 23}]
-    weighed_top = predict(NODES_THREADS, configs, values, top, errors=list(errors), seed=19)
-    encoder = Encoder(NODES_THREADS)
-    x = encoder.features([[c["nodes"], c["threads"]] for c in configs])
-    model = fit(x, np.array(values), 19, np.array(errors))
-    mean, sd = mean_and_sd(model, encoder.features([[6, 23]]))
-    assert weighed_top == [pytest.approx((mean[0], sd[0]))]
-    assert weighed_top != predict(NODES_THREADS, configs, values, top, seed=19)
-    with pytest.raises(DomainError) as error:
-        recommend(NODES_THREADS, CORNERS, [bowl(c) for c in CORNERS], errors=[1.0, 2.0])
-    assert error.value.field == "errors"
-    with pytest.raises(DomainError, match="at least 0"):
-        bayes(NODES_THREADS, CORNERS, [bowl(c) for c in CORNERS], errors=[1, 1, 1, 1, -1])
-    with pytest.raises(DomainError, match="one standard error per run"):
-        Runs(configs=CORNERS, values=[bowl(c) for c in CORNERS], errors=[1.0])
-
-
-def test_a_run_s_own_error_adds_to_the_fitted_noise_and_survives_a_refit():
-    rng = np.random.default_rng(3)
-    x = rng.uniform(-1.0, 1.0, (30, 1))
-    y = np.sin(3.0 * x[:, 0]) + rng.normal(0.0, 0.05, 30)
-    y[0] += 2.0  # an outlier, from a run that says it wavered
-    errors = np.full(30, 0.05)
-    errors[0] = 2.0
-    truth = np.sin(3.0 * x[:1, 0])
-    weighed, plain = fit(x, y, seed=0, errors=errors), fit(x, y, seed=0)
-    # Measured: 0.004 off the truth at the outlier with the errors, 0.355 without.
-    assert abs(mean_and_sd(weighed, x[:1])[0][0] - truth[0]) < 0.05
-    assert abs(mean_and_sd(plain, x[:1])[0][0] - truth[0]) > 0.2
-    # Conditioning on one more row (its own error none) keeps the others' errors: the same
-    # posterior as a model given every row's error in the response's units from the start.
-    more_x, more_y = np.vstack([x, [[0.5]]]), np.append(y, 1.0)
-    again = refit(weighed, more_x, more_y)
-    expected = GaussianProcessRegressor(
-        kernel=weighed.kernel_,
-        alpha=np.maximum(np.append(errors, 0.0) ** 2 / np.var(more_y), 1e-10),
-        normalize_y=True,
-        optimizer=None,
-    ).fit(more_x, more_y)
-    points = np.linspace(-1.0, 1.0, 21)[:, None]
-    assert mean_and_sd(again, points)[0] == pytest.approx(expected.predict(points), abs=1e-9)
 
 
 def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
