@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from worker.lab_layout import free_layout
-from worker.targets.lab import LabTarget
+from worker.targets.lab import LabTarget, settings_of
 
 CONFIG = {"nodes": 3, "clients": 1, "threads_per_client": 4, "workload": "oltp_read_write"}
 MODES = ("consecutive", "fresh")
@@ -46,15 +46,7 @@ def main() -> None:
     root = Path(f"/var/tmp/galera-doe-bench-{uuid.uuid4().hex[:8]}")
     root.mkdir(mode=0o755)
     shutil.chown(root, "mysql", "mysql")
-    layout = free_layout(root / "lab", cluster_name="galera_doe_bench")
-    target = LabTarget(
-        "replicate-spread",
-        {
-            "base_dir": str(layout.base_dir),
-            "client_port_base": layout.client_port_base,
-            "galera_port_base": layout.galera_port_base,
-        },
-    )
+    target = LabTarget("replicate-spread", settings_of(free_layout(root / "lab")))
     config = CONFIG | {"runtime_s": args.runtime}
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     walls: dict[str, list[float]] = {mode: [] for mode in MODES}

@@ -19,6 +19,7 @@ import yaml
 
 from app.key_admin import list_keys
 from worker.lab_layout import free_layout
+from worker.targets.lab import settings_of
 
 pytestmark = pytest.mark.integration
 
@@ -120,11 +121,7 @@ def test_the_demo_runs_on_a_real_lab_cluster(demo_broker: str, tmp_path: Path):
     base.mkdir(mode=0o755)
     shutil.chown(base, "mysql", "mysql")
     layout = free_layout(base)
-    lab = {
-        "base_dir": str(base),
-        "client_port_base": layout.client_port_base,
-        "galera_port_base": layout.galera_port_base,
-    }
+    lab = settings_of(layout)
     targets = tmp_path / "targets.yaml"
     targets.write_text(
         yaml.safe_dump({"targets": [{"name": "lab", "kind": "lab", "settings": lab}]})

@@ -30,7 +30,7 @@ from worker import galera_sql, lab_layout, lab_supervisor, sysbench
 from worker.lab import print_status
 from worker.targets.base import InfeasibleError, TargetError
 from worker.targets.external import ExternalTarget
-from worker.targets.lab import LabTarget
+from worker.targets.lab import LabTarget, settings_of
 
 pytestmark = pytest.mark.integration
 
@@ -88,12 +88,7 @@ def service(
     """API and worker whose targets are the lab (adopting the running cluster) and the same
     nodes declared as an external cluster."""
     directory = service_dir
-    lab_settings = {
-        "base_dir": str(layout.base_dir),
-        "client_port_base": layout.client_port_base,
-        "galera_port_base": layout.galera_port_base,
-        **TRIAL_SETTINGS,
-    }
+    lab_settings = settings_of(layout) | TRIAL_SETTINGS
     external_nodes = [{"host": n.host, "port": n.port} for n in cluster.nodes()]
     targets = {
         "targets": [
@@ -457,13 +452,7 @@ def test_a_fresh_trial_restarts_every_node_before_it_runs(
 ):
     # A target of its own on the same lab (it adopts the running nodes); not closed, since
     # closing a lab target stops its nodes.
-    settings = {
-        "base_dir": str(layout.base_dir),
-        "client_port_base": layout.client_port_base,
-        "galera_port_base": layout.galera_port_base,
-        **TRIAL_SETTINGS,
-    }
-    target = LabTarget("lab-fresh", settings)
+    target = LabTarget("lab-fresh", settings_of(layout) | TRIAL_SETTINGS)
     config = {"nodes": 2, "clients": 2, "threads_per_client": 2, "runtime_s": RUNTIME_S}
 
     def uptimes() -> list[int]:

@@ -27,7 +27,7 @@ from worker.lab import print_status
 from worker.lab_layout import LabLayout, free_layout
 from worker.lab_supervisor import LabCluster
 from worker.targets.base import InfeasibleError
-from worker.targets.lab import LAYOUT_SETTINGS, LabTarget
+from worker.targets.lab import LabTarget, settings_of
 from worker.wan.delay_proxy import Delay
 from worker.wan.sites import Wan
 
@@ -54,10 +54,9 @@ def layout() -> Iterator[LabLayout]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def settings_of(layout: LabLayout) -> dict[str, Any]:
-    """The `lab` target settings that describe `layout`."""
-    return {name: getattr(layout, name) for name in LAYOUT_SETTINGS} | {
-        "base_dir": str(layout.base_dir),
+def trial_settings(layout: LabLayout) -> dict[str, Any]:
+    """The `lab` target settings that describe `layout`, with short, small trials."""
+    return settings_of(layout) | {
         "warmup_s": 1,
         "tables": 2,
         "table_size": 1000,
@@ -67,7 +66,7 @@ def settings_of(layout: LabLayout) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def target(layout: LabLayout) -> Iterator[LabTarget]:
-    lab = LabTarget("lab", settings_of(layout))
+    lab = LabTarget("lab", trial_settings(layout))
     yield lab
     lab.close()
 
@@ -218,7 +217,7 @@ def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed
         "import time; time.sleep(600)"
     )
     worker = subprocess.Popen(
-        [sys.executable, "-c", script, json.dumps(settings_of(layout))],
+        [sys.executable, "-c", script, json.dumps(trial_settings(layout))],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -233,7 +232,7 @@ def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed
     targets = tmp_path / "targets.yaml"
     targets.write_text(
         yaml.safe_dump(
-            {"targets": [{"name": "lab", "kind": "lab", "settings": settings_of(layout)}]}
+            {"targets": [{"name": "lab", "kind": "lab", "settings": trial_settings(layout)}]}
         )
     )
     down = subprocess.run(

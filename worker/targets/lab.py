@@ -29,6 +29,13 @@ def layout_from(settings: Mapping[str, Any]) -> lab_layout.LabLayout:
     return lab_layout.LabLayout(**layout)
 
 
+def settings_of(layout: lab_layout.LabLayout) -> dict[str, Any]:
+    """The `lab` target settings that describe `layout` (what `layout_from` reads back)."""
+    return {name: getattr(layout, name) for name in LAYOUT_SETTINGS} | {
+        "base_dir": str(layout.base_dir)
+    }
+
+
 class LabTarget(ClusterTarget):
     """Trials on the local lab cluster."""
 
