@@ -243,6 +243,10 @@ class FactorSpace:
             checked[factor.name] = value
         return checked
 
+    def key(self, config: Mapping[str, Value]) -> tuple[Value, ...]:
+        """A configuration's values in factor order: hashable, equal for equal configurations."""
+        return tuple(config[name] for name in self.names)
+
     def encode(self, config: Mapping[str, Value]) -> np.ndarray:
         """One configuration -> coded vector in factor order."""
         return np.array([f.encode(config[f.name]) for f in self.factors], dtype=float)

@@ -35,7 +35,7 @@ from app.statuses import (
 from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
-from experiments.factors import FactorSpace
+from experiments.factors import Config, FactorSpace
 from experiments.numbers import finite_or_none
 from experiments.suggest import DONE, Plan, Recommendation, next_batch
 
@@ -193,7 +193,7 @@ async def _round_trials(
     experiment: models.Experiment,
     loop: models.Optimization,
     plan: Plan,
-    measured: list[dict[str, object]],
+    measured: list[Config],
 ) -> list[int]:
     """The round's picks stored as accepted suggestions, each with its new pending trial;
     returns the trial ids. `measured` are the configurations of the succeeded trials: with
@@ -203,7 +203,7 @@ async def _round_trials(
     plan = _grouped(space, plan)
     order = await rows.max_run_order(session, experiment.id)
     stored = suggestions.stored(experiment, plan, based_on=len(measured), optimization_id=loop.id)
-    seen = {_key(space, config) for config in measured}
+    seen = {space.key(config) for config in measured}
     created = []
     for offset, (row, suggestion) in enumerate(zip(stored, plan.suggestions, strict=True), start=1):
         trial = trial_runs.new_trial(
@@ -215,7 +215,7 @@ async def _round_trials(
             source=TrialSource.SUGGESTION,
             optimization_id=loop.id,
         )
-        key = _key(space, trial.config)
+        key = space.key(trial.config)
         trial.restart_first = loop.restart_replicates and key in seen
         seen.add(key)
         session.add(trial)
@@ -224,10 +224,6 @@ async def _round_trials(
         session.add(row)
         created.append(trial.id)
     return created
-
-
-def _key(space: FactorSpace, config: Mapping[str, object]) -> tuple[object, ...]:
-    return tuple(config[name] for name in space.names)
 
 
 def _stored(recommendation: Recommendation) -> dict[str, object]:

@@ -302,7 +302,7 @@ def _natural_terms(
 
 def _replicate_keys(fitted: FittedModel) -> list[Hashable]:
     """What makes two runs replicates: the same configuration, in the same block."""
-    configs = [tuple(c[n] for n in fitted.space.names) for c in fitted.observed]
+    configs = [fitted.space.key(c) for c in fitted.observed]
     if fitted.blocks is None:
         return list(configs)
     return list(zip(fitted.blocks, configs, strict=True))

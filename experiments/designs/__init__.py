@@ -228,7 +228,7 @@ def _collapsed(space: FactorSpace, planned: list[tuple[Any, ...]]) -> dict[int, 
     first: dict[tuple[Value, ...], tuple[int, np.ndarray]] = {}
     duplicates: dict[int, int] = {}
     for std_order, _, _, _, coded, config, _ in planned:
-        key = tuple(config[name] for name in space.names)
+        key = space.key(config)
         if key not in first:
             first[key] = (std_order, coded)
         elif not np.allclose(first[key][1], coded, atol=_CODED_TOLERANCE):

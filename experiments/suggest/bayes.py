@@ -262,8 +262,8 @@ class _Fitted:
         # noise to any model).
         judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
         repeats_allowed = judged and noise_variance(model) > signal_variance(model)
-        excluded = set() if repeats_allowed else {_key(space, c) for c in observed}
-        excluded |= {_key(space, c) for c in broken}
+        excluded = set() if repeats_allowed else {space.key(c) for c in observed}
+        excluded |= {space.key(c) for c in broken}
         incumbent = _Incumbent.of(space, observed, target, model, x, guards)
         deploy = _Incumbent.of(space, observed, target, model, x, guards, RECOMMENDATION_RISK)
         return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent, deploy)
@@ -320,7 +320,7 @@ def _batch(
         config = space.check_config(dict(zip(space.names, row, strict=True)))
         point = encoder.features([row])
         suggestions.append(_suggestion(fitted, config, point, ei, sign, len(suggestions)))
-        excluded.add(_key(space, config))
+        excluded.add(space.key(config))
         # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
         believed, _ = mean_and_sd(current, point)
         best = max(best, float(believed[0]))
@@ -435,7 +435,7 @@ class _Incumbent:
         guards: Sequence[_Guard],
         risk: float = 0.0,
     ) -> _Incumbent:
-        keys = [_key(space, c) for c in observed]
+        keys = [space.key(c) for c in observed]
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         distinct = sorted(first.values())
         mean, sd = mean_and_sd(model, x[distinct])
@@ -640,10 +640,6 @@ def _sobol(lattice: Lattice, size: int, seed: int) -> list[list[int]]:
         warnings.simplefilter("ignore", UserWarning)  # a count not a power of two is fine here
         unit = sampler.random(size)
     return [lattice.nearest(2.0 * u - 1.0) for u in unit]
-
-
-def _key(space: FactorSpace, config: Mapping[str, Value]) -> tuple[Value, ...]:
-    return tuple(config[n] for n in space.names)
 
 
 def _checked_runs(

@@ -74,10 +74,10 @@ def space_filling(
 ) -> list[Suggestion]:
     """A maximin Latin hypercube of `runs` points, without configurations run already."""
     design = plan(space, DesignRequest(kind="latin_hypercube", runs=runs, seed=seed), constraints)
-    seen = {tuple(c[n] for n in space.names) for c in already}
+    seen = {space.key(c) for c in already}
     picked = []
     for point in design.points:
-        key = tuple(point.config[n] for n in space.names)
+        key = space.key(point.config)
         if key not in seen:
             seen.add(key)
             picked.append(point)
