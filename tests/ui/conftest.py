@@ -34,7 +34,7 @@ SCREENS = Path(os.environ.get("GALERA_DOE_UI_SCREENS", "/tmp/galera-doe-ui-scree
 KEY_STORAGE = "galera-doe.api-key"
 T = TypeVar("T")
 # A pace a real benchmark trial would have in minutes, shrunk so a test can watch trials finish.
-PACED_SECONDS = 0.6
+PACED_SECONDS = 2.0
 TARGETS = [
     {"name": "simulated", "kind": "simulated"},
     {"name": "paced", "kind": "simulated", "settings": {"seconds_per_trial": PACED_SECONDS}},
