@@ -463,9 +463,9 @@ def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
     table.add_column("effect low->high", justify="right")
     table.add_column("share of SS %", justify="right")
     table.add_column("p", justify="right")
+    left_out = _left_out(analysis)
     for item in analysis["ranked_factors"]:
-        # The model left out every term of the factor (AICc): nothing was estimated or tested.
-        dropped = item.get("p_value") is None and item["effect"] == 0
+        dropped = item["factor"] in left_out
         table.add_row(
             escape(item["factor"]),
             "not in the model" if dropped else f"{item['effect']:+.1f}",
@@ -473,6 +473,12 @@ def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
             "" if dropped else _p(item.get("p_value")),
         )
     console.print(table)
+
+
+def _left_out(analysis: Mapping[str, Any]) -> set[str]:
+    """The factors the model left out (AICc dropped every term): nothing was estimated or
+    tested, and their setting in the optimum is arbitrary."""
+    return {item["factor"] for item in analysis["ranked_factors"] if not item["in_model"]}
 
 
 def _print_optimum(
@@ -485,8 +491,10 @@ def _print_optimum(
     table.add_column("factor")
     table.add_column("value", justify="right")
     table.add_column("unit")
+    left_out = _left_out(analysis)
     for name, value in optimum["config"].items():
-        table.add_row(escape(name), escape(format_value(value)), escape(units.get(name, "")))
+        shown = format_value(value) + (" (not in the model: any)" if name in left_out else "")
+        table.add_row(escape(name), escape(shown), escape(units.get(name, "")))
     console.print(table)
     console.print(
         f"predicted {escape(response)} {optimum['predicted']:.1f}  "

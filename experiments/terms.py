@@ -108,6 +108,12 @@ class ModelTerms:
         return full if self._kept is None else full[:, self._kept]
 
     @property
+    def modelled_factors(self) -> set[int]:
+        """The indices of the factors some term contains (a factor whose every term model
+        selection dropped is not among them)."""
+        return {i for factors in self.factors for i in factors if i != BLOCK}
+
+    @property
     def factor_term_columns(self) -> list[int]:
         """Indices of the columns that are not block dummies (intercept included)."""
         return [j for j, factors in enumerate(self.factors) if BLOCK not in factors]

@@ -144,6 +144,7 @@ GLOSSARY: dict[str, str] = {
     "ccd_type": "circumscribed, inscribed or face_centred",
     "centre_mean": "mean of the centre runs",
     "change_at_optimum": "the same change from low to high with the others at the optimum",
+    "in_model": "false when model selection dropped every term of the factor (nothing estimated)",
     "ci_high": "upper end of the 95 % confidence interval",
     "ci_low": "lower end of the 95 % confidence interval",
     "coded": "the settings in coded units (-1 to +1)",

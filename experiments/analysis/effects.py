@@ -82,10 +82,11 @@ def _effect(
     optimum = predicted(at_optimum)
     change = float(optimum[high] - optimum[low])
     involved = [j for j, factors in enumerate(terms.factors) if index in factors]
-    # A factor whose every term the auto model dropped has no test: its effect is zero.
+    # A factor whose every term model selection dropped has no test: its effect is zero.
     p_value = results.f_test(np.eye(len(terms.names))[involved]).pvalue if involved else None
     return FactorEffect(
         factor=factor.name,
+        in_model=bool(involved),
         effect=float(centre[high] - centre[low]),
         change_at_optimum=change,
         share_of_ss=share,

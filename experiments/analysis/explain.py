@@ -37,6 +37,7 @@ class _Profile(Protocol):
 
 class _Effect(Protocol):
     factor: str
+    in_model: bool
     p_value: float | None
     profile: _Profile
 
@@ -94,7 +95,12 @@ def explain(
     sentences.append(confidence)
     if fit.lack_of_fit_p is not None and fit.lack_of_fit_p < ALPHA:
         sentences.append(_lack_of_fit(fit.model, fit.lack_of_fit_p))
-    settings = ", ".join(f"{name} = {format_value(value)}" for name, value in optimum.items())
+    left_out = {e.factor for e in effects if not e.in_model}
+    settings = ", ".join(
+        f"{name} = {format_value(value)}"
+        + (" (any setting: not in the model)" if name in left_out else "")
+        for name, value in optimum.items()
+    )
     low, high = interval
     band = (
         f" (95 % prediction interval {significant(low)} to {significant(high)})"

@@ -168,7 +168,7 @@ def _explanation(
         optimum=best.config,
         predicted=best.predicted,
         interval=(best.pi_low, best.pi_high),
-        on_edge=widenable_edges(fitted.space, fitted.observed, best.config),
+        on_edge=widenable_edges(fitted.space, fitted.observed, best.config, fitted.terms),
         blocks=_block_shifts(fitted, terms, table) if fitted.blocks else None,
     )
 

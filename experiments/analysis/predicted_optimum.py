@@ -61,7 +61,7 @@ def predicted_optimum(
         ci_high=finite_or_none(frame["mean_ci_upper"].iloc[0]),
         pi_low=finite_or_none(frame["obs_ci_lower"].iloc[0]),
         pi_high=finite_or_none(frame["obs_ci_upper"].iloc[0]),
-        on_edge=list(widenable_edges(space, observed, config)),
+        on_edge=list(widenable_edges(space, observed, config, terms)),
         search=search.search,
         region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
         neighbours_checked=search.neighbours_checked,
@@ -119,14 +119,20 @@ def _predictor(terms: ModelTerms, results: RegressionResults) -> Predictor:
 
 
 def widenable_edges(
-    space: FactorSpace, observed: Sequence[Config], config: Mapping[str, Value]
+    space: FactorSpace, observed: Sequence[Config], config: Mapping[str, Value], terms: ModelTerms
 ) -> dict[str, str]:
     """The numeric factors `config` sets at an end of their range ("low" or "high") where a
-    follow-up could widen the range: not a factor the runs held at one setting, not a count
-    at 0 or 1 (no fewer nodes than one), not a non-negative quantity at 0, not a share at 1."""
+    follow-up could widen the range: not a factor the runs held at one setting or the model
+    left out (its setting in `config` is arbitrary), not a count at 0 or 1 (no fewer nodes
+    than one), not a non-negative quantity at 0, not a share at 1."""
     edges = {}
-    for factor in space.factors:
-        if not factor.is_numeric or len({c[factor.name] for c in observed}) < 2:
+    modelled = terms.modelled_factors
+    for i, factor in enumerate(space.factors):
+        if (
+            not factor.is_numeric
+            or i not in modelled
+            or len({c[factor.name] for c in observed}) < 2
+        ):
             continue
         low, high = factor.bounds
         value = float(config[factor.name])

@@ -81,9 +81,13 @@ class FactorEffect:
     ranking key. The p-value tests every term that contains the factor at once; `direction`
     ("increases", "decreases" or "none") is that of the change at the optimum. `profile` is the
     whole predicted curve at the optimum, which tells a peak inside the range from a slope.
+    `in_model` is false when model selection dropped every term of the factor: nothing was
+    estimated or tested (the effect is 0, the p-value None) and its setting in the optimum is
+    arbitrary.
     """
 
     factor: str
+    in_model: bool
     effect: float
     change_at_optimum: float
     share_of_ss: float | None

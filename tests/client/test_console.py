@@ -77,14 +77,16 @@ def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zer
 
     from rich.console import Console
 
-    from client.console import _print_ranked
+    from client.console import _print_optimum, _print_ranked
 
     analysis = {
         "response": "tps",
         "model": "auto",
         "ranked_factors": [
-            {"factor": "nodes", "effect": -412.5, "share_of_ss": 91.0, "p_value": 0.0004},
-            {"factor": "threads_per_client", "effect": 0.0, "share_of_ss": 0.0, "p_value": None},
+            {"factor": "nodes", "in_model": True, "effect": -412.5, "share_of_ss": 91.0,
+             "p_value": 0.0004},
+            {"factor": "threads_per_client", "in_model": False, "effect": 0.0,
+             "share_of_ss": 0.0, "p_value": None},
         ],
     }
     out = StringIO()
@@ -93,3 +95,16 @@ def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zer
     assert "-412.5" in rows["nodes"] and "< 0.001" in rows["nodes"]
     assert "not in the model" in rows["threads_per_client"]
     assert "n/a" not in rows["threads_per_client"]
+
+    # Its setting in the predicted optimum is arbitrary, and the table says so.
+    experiment = {
+        "objective": {"goal": "maximize"},
+        "factors": [{"name": "nodes"}, {"name": "threads_per_client"}],
+    }
+    optimum = {"config": {"nodes": 3, "threads_per_client": 8}, "predicted": 1500.0}
+    optimum |= dict.fromkeys(("ci_low", "ci_high", "pi_low", "pi_high"), 1400.0)
+    out = StringIO()
+    _print_optimum(Console(file=out, width=120), experiment, analysis | {"optimum": optimum})
+    rows = {line.split("│")[1].strip(): line for line in out.getvalue().splitlines() if "│" in line}
+    assert "not in the model" not in rows["nodes"]
+    assert "8 (not in the model: any)" in rows["threads_per_client"]

@@ -188,6 +188,29 @@ def test_no_edge_advice_where_the_range_cannot_be_widened():
     ]
 
 
+def test_no_edge_advice_for_a_factor_the_model_left_out():
+    # buffer_mb has no effect: the selected model has no term of it, so its setting in the
+    # optimum is whatever run the search started from, and no advice to widen its range.
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "threads", "kind": "integer", "low": 1, "high": 16},
+            {"name": "buffer_mb", "kind": "integer", "low": 64, "high": 512},
+        ]
+    )
+    configs = [{"threads": t, "buffer_mb": b} for t in (1, 8, 16) for b in (64, 288, 512)] * 2
+    noise = [3, -2, 1, -3, 2, -1, 0, 1, -1, -2, 3, -3, 1, 2, -1, 0, -2, 2]
+    tps = [1000 + 30 * c["threads"] + e for c, e in zip(configs, noise, strict=True)]
+    analysis = fit(space, configs, tps)
+    assert [term.name for term in analysis.terms] == ["Intercept", "threads"]
+    assert analysis.optimum.config["buffer_mb"] in (64, 512)  # an end of its range
+    assert analysis.optimum.on_edge == ["threads"]
+    assert [e.factor for e in analysis.ranked_factors if not e.in_model] == ["buffer_mb"]
+    best = next(s for s in analysis.explanation.sentences if s.startswith("Best predicted"))
+    buffer_mb = analysis.optimum.config["buffer_mb"]
+    assert f"buffer_mb = {buffer_mb} (any setting: not in the model)" in best
+    assert "threads = 16," in best
+
+
 def test_every_number_in_the_optimum_sentence_is_the_analysis_rounded():
     analysis = fit(HUMP, HUMP_CONFIGS, HUMP_TPS, response="tps")
     optimum = next(

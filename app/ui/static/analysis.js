@@ -13,6 +13,9 @@ export function renderAnalysis(root, analysis, experiment) {
   const optimum = analysis.optimum;
   const units = Object.fromEntries(experiment.factors.map((f) => [f.name, f.unit || ""]));
   const explanation = analysis.explanation;
+  const leftOut = new Set(analysis.ranked_factors.filter((e) => !e.in_model).map((e) => e.factor));
+  const settingNote = (name) => (leftOut.has(name) ? "not in the model: any setting"
+    : optimum.on_edge.includes(name) ? "at an end of its range" : "");
   fill(root,
     h("div", { class: "analysis-grid" },
       h("section", { class: "card", id: "analysis-model" },
@@ -37,8 +40,7 @@ export function renderAnalysis(root, analysis, experiment) {
         table([
           { label: "factor", value: ([name]) => name },
           { label: "setting", value: ([name, value]) => `${num(value)} ${units[name] || ""}`, class: "num" },
-          { label: "", value: ([name]) => (optimum.on_edge.includes(name) ? "at an end of its range" : ""),
-            class: "muted small" },
+          { label: "", value: ([name]) => settingNote(name), class: "muted small" },
         ], Object.entries(optimum.config)),
         Object.keys(optimum.limits_met || {}).length
           ? h("p", { class: "muted small" }, "Limits met: ",

@@ -224,7 +224,7 @@ export function pareto(node, analysis) {
     type: "bar", orientation: "h",
     y: ranked.map((e) => e.factor),
     x: ranked.map((e) => e.share_of_ss ?? 0),
-    text: ranked.map((e) => (e.share_of_ss === null ? "not in the model"
+    text: ranked.map((e) => (!e.in_model ? "not in the model"
       : `${num(e.effect)} low→high · p ${e.p_value === null ? "–" : num(e.p_value, 2)}`)),
     textposition: "outside", cliponaxis: false,
     marker: { color: ranked.map((e) => (e.p_value !== null && e.p_value < 0.05 ? "#1f77b4" : "#aec7e8")) },

@@ -108,7 +108,7 @@ export function compareView(root, query) {
         h("p", { class: "small" }, "at ", configText(analysis.optimum.config)),
         h("p", { class: "muted small" }, `${analysis.model_label} · R² ${num(analysis.fit.r_squared, 3)}`),
         h("ol", { class: "small" }, analysis.ranked_factors.slice(0, 4).map((f) =>
-          h("li", {}, f.share_of_ss === null ? `${f.factor}: not in the model`
+          h("li", {}, !f.in_model ? `${f.factor}: not in the model`
             : `${f.factor}: ${percent(f.share_of_ss)} of SS, ${f.direction}`))),
         h("p", { class: "small" }, analysis.explanation.sentences[0] || "")));
   }
