@@ -83,10 +83,20 @@ def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zer
         "response": "tps",
         "model": "auto",
         "ranked_factors": [
-            {"factor": "nodes", "in_model": True, "effect": -412.5, "share_of_ss": 91.0,
-             "p_value": 0.0004},
-            {"factor": "threads_per_client", "in_model": False, "effect": 0.0,
-             "share_of_ss": 0.0, "p_value": None},
+            {
+                "factor": "nodes",
+                "in_model": True,
+                "effect": -412.5,
+                "share_of_ss": 91.0,
+                "p_value": 0.0004,
+            },
+            {
+                "factor": "threads_per_client",
+                "in_model": False,
+                "effect": 0.0,
+                "share_of_ss": 0.0,
+                "p_value": None,
+            },
         ],
     }
     out = StringIO()
