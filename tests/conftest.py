@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncmy
 import pytest
 import redis
+import yaml
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
@@ -114,8 +115,16 @@ KeyMaker = Callable[..., Awaitable[str]]
 
 
 @pytest.fixture
-async def app_under_test(settings: Settings) -> AsyncIterator[FastAPI]:
-    """The app, in process, with its lifespan run."""
+async def app_under_test(
+    settings: Settings, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[FastAPI]:
+    """The app, in process, with its lifespan run; a test marked `targets([...])` has it serve
+    those targets instead of the built-in ones."""
+    marker = request.node.get_closest_marker("targets")
+    if marker is not None:
+        targets_file = tmp_path / "targets.yaml"
+        targets_file.write_text(yaml.safe_dump({"targets": marker.args[0]}))
+        settings = settings.model_copy(update={"targets_file": targets_file})
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         yield app

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from pathlib import Path
 
 import pytest
-import yaml
-from httpx import ASGITransport, AsyncClient
 
-from app.config import Settings
-from app.main import create_app
-from app.services import api_keys, optimization_loop
-from app.services.api_keys import Role
+from app.services import optimization_loop
 
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
@@ -311,28 +305,18 @@ async def test_without_restart_replicates_no_trial_restarts(api):
     assert len(trials) == 7 and not any(t["restart_first"] for t in trials)
 
 
-async def test_restart_replicates_is_refused_where_the_nodes_cannot_restart(
-    settings: Settings, tmp_path: Path
-):
-    nodes = [{"host": "db1"}, {"host": "db2"}]
-    targets = {"targets": [{"name": "dc", "kind": "external", "settings": {"nodes": nodes}}]}
-    targets_file = tmp_path / "targets.yaml"
-    targets_file.write_text(yaml.safe_dump(targets))
-    app = create_app(settings.model_copy(update={"targets_file": targets_file}))
-    async with app.router.lifespan_context(app):
-        async with app.state.database.session() as session:
-            token = (await api_keys.create(session, owner="tester", role=Role.USER)).token
-        headers = {"Authorization": f"Bearer {token}"}
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://t", headers=headers) as api:
-            spec = manual_spec() | {"target": "dc"}
-            spec["factors"] = [FACTORS[1]]
-            created = await api.post("/experiments", json=spec)
-            assert created.status_code == 201, created.text
-            response = await api.post(
-                f"/experiments/{created.json()['id']}/optimize",
-                json={"budget": 5, "restart_replicates": True},
-            )
+@pytest.mark.targets(
+    [{"name": "dc", "kind": "external", "settings": {"nodes": [{"host": "db1"}, {"host": "db2"}]}}]
+)
+async def test_restart_replicates_is_refused_where_the_nodes_cannot_restart(api):
+    spec = manual_spec() | {"target": "dc"}
+    spec["factors"] = [FACTORS[1]]
+    created = await api.post("/experiments", json=spec)
+    assert created.status_code == 201, created.text
+    response = await api.post(
+        f"/experiments/{created.json()['id']}/optimize",
+        json={"budget": 5, "restart_replicates": True},
+    )
     assert response.status_code == 422, response.text
     error = response.json()["detail"][0]
     assert error["loc"][-1] == "restart_replicates"
