@@ -184,6 +184,16 @@ class TargetSpec:
         target whoever runs the trial restarts them, as its `restart_first` says."""
         return self.kind in ("simulated", "manual") or self.restartable
 
+    def check_starts_fresh(self) -> None:
+        """Refuse `restart_replicates` (a `DomainError` naming it) where the nodes cannot
+        restart (`starts_fresh`)."""
+        if not self.starts_fresh:
+            raise DomainError(
+                "restart_replicates",
+                f"target '{self.name}' cannot restart its nodes: an external target needs a"
+                " restart command for every node (settings.nodes[].restart)",
+            )
+
     def prepared_space(self, space: FactorSpace) -> tuple[FactorSpace, list[str]]:
         """Check the space (`check_space`); factors whose change restarts nodes become hard to
         change (on the lab `nodes` and `sites` too), so trials run whole plot by whole plot and

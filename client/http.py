@@ -130,11 +130,20 @@ class Client:
         """The operator's targets: name, kind, whether it runs trials, factors and responses."""
         return self._call("GET", "/targets")  # type: ignore[no-any-return]
 
-    def start(self, experiment_id: int, *, idempotency_key: str | None = None) -> dict[str, Any]:
-        """Queue the pending trials (with an idempotency key, retried like a submit)."""
+    def start(
+        self,
+        experiment_id: int,
+        *,
+        restart_replicates: bool = False,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue the pending trials (with an idempotency key, retried like a submit);
+        `restart_replicates` restarts every node before a trial that measures a configuration
+        again."""
         key = idempotency_key or str(uuid.uuid4())
         path = f"/experiments/{experiment_id}/start"
-        return self._call("POST", path, idempotency_key=key)  # type: ignore[no-any-return]
+        body = {"restart_replicates": restart_replicates}
+        return self._call("POST", path, json=body, idempotency_key=key)  # type: ignore[no-any-return]
 
     def cancel(self, experiment_id: int) -> dict[str, Any]:
         """Cancel what has not run."""

@@ -467,6 +467,15 @@ class PlanOut(BaseModel):
     suggestions: list[SuggestionOut]
 
 
+RESTART_REPLICATES = "restart every node before a trial that measures a configuration again"
+
+
+class StartIn(Strict):
+    """How to run an experiment's pending trials."""
+
+    restart_replicates: bool = Field(default=False, description=RESTART_REPLICATES)
+
+
 class OptimizeIn(Strict):
     """A closed loop: suggest, run, refit, repeat until the budget or the stopping rule."""
 
@@ -479,10 +488,7 @@ class OptimizeIn(Strict):
         le=MAX_MAGNITUDE,
         description="stop when no configuration is expected to gain this much (objective units)",
     )
-    restart_replicates: bool = Field(
-        default=False,
-        description="restart every node before a trial that measures a configuration again",
-    )
+    restart_replicates: bool = Field(default=False, description=RESTART_REPLICATES)
 
 
 class RecommendationOut(BaseModel):

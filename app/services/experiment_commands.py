@@ -21,7 +21,7 @@ from app.services.api_keys import Principal
 from app.services.errors import ConflictError
 from app.services.idempotency import Idempotency
 from app.services.progress import ExperimentDetail, get
-from app.services.trial_runs import send_trials
+from app.services.trial_runs import mark_fresh_replicates, send_trials
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
 from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
@@ -160,8 +160,11 @@ async def start(
     targets: Mapping[str, TargetSpec],
     owner: str,
     idempotency: Idempotency | None = None,
+    restart_replicates: bool = False,
 ) -> ExperimentDetail:
     """Queue every pending trial in run order; each is committed as queued before it is sent.
+    With `restart_replicates`, a trial that measures a configuration again (a replicated design
+    point, a centre point after the first, one already measured) restarts every node first.
 
     A start retried with the idempotency key of one that succeeded sends nothing (a start
     without a key sends nothing twice either: only pending trials are sent)."""
@@ -180,6 +183,12 @@ async def start(
             f"record results with POST /experiments/{experiment_id}/observations"
         )
     pending = await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING)
+    if restart_replicates:
+        target.check_starts_fresh()
+        measured = await rows.list_trials(
+            session, experiment_id, status=TrialStatus.SUCCEEDED, raw_output=False
+        )
+        mark_fresh_replicates(experiment.factor_space, pending, [t.config for t in measured])
     ids = [t.id for t in pending]
     await send_trials(session, experiment=experiment, trial_ids=ids, queue=queue)
     if idempotency is not None:

@@ -89,12 +89,8 @@ async def start(
     if experiment.status == ExperimentStatus.CANCELLED:
         raise ConflictError(f"experiment {experiment_id} was cancelled; it runs nothing more")
     target = access.target_of(targets, experiment.target)
-    if request.restart_replicates and not target.starts_fresh:
-        raise DomainError(
-            "restart_replicates",
-            f"target '{target.name}' cannot restart its nodes: an external target needs a"
-            " restart command for every node (settings.nodes[].restart)",
-        )
+    if request.restart_replicates:
+        target.check_starts_fresh()
     # Two concurrent starts must not both find no loop running and start one each: end the
     # transaction of the reads above (a MariaDB snapshot older than the other start's commit),
     # take the experiment's row, then read the loops afresh.
@@ -203,10 +199,8 @@ async def _round_trials(
     plan = _grouped(space, plan)
     order = await rows.max_run_order(session, experiment.id)
     stored = suggestions.stored(experiment, plan, based_on=len(measured), optimization_id=loop.id)
-    seen = {space.key(config) for config in measured}
-    created = []
-    for offset, (row, suggestion) in enumerate(zip(stored, plan.suggestions, strict=True), start=1):
-        trial = trial_runs.new_trial(
+    trials = [
+        trial_runs.new_trial(
             space,
             experiment_id=experiment.id,
             run_order=order + offset,
@@ -215,9 +209,12 @@ async def _round_trials(
             source=TrialSource.SUGGESTION,
             optimization_id=loop.id,
         )
-        key = space.key(trial.config)
-        trial.restart_first = loop.restart_replicates and key in seen
-        seen.add(key)
+        for offset, suggestion in enumerate(plan.suggestions, start=1)
+    ]
+    if loop.restart_replicates:
+        trial_runs.mark_fresh_replicates(space, trials, measured)
+    created = []
+    for row, trial in zip(stored, trials, strict=True):
         session.add(trial)
         await session.flush()
         row.status, row.trial_id = SuggestionStatus.ACCEPTED, trial.id

@@ -109,6 +109,13 @@ ExperimentId = Annotated[int, typer.Argument(metavar="ID", help="experiment id",
 SpecFile = Annotated[
     Path, typer.Argument(metavar="FILE.yaml", help="experiment file (YAML)", show_default=False)
 ]
+RestartReplicates = Annotated[
+    bool,
+    typer.Option(
+        "--restart-replicates",
+        help="restart every node before a trial that measures a configuration again",
+    ),
+]
 Timeout = Annotated[
     float, typer.Option(help="seconds to wait with --wait before giving up (the work goes on)")
 ]

@@ -13,6 +13,7 @@ from client.cli.base import (
     CommandError,
     ExperimentId,
     Model,
+    RestartReplicates,
     SpecFile,
     Timeout,
     api_client,
@@ -42,6 +43,7 @@ def submit(
         str | None,
         typer.Option(help="run on this target instead of the file's, e.g. simulated"),
     ] = None,
+    restart_replicates: RestartReplicates = False,
     timeout: Timeout = 3600.0,
     model: Model = None,
 ) -> None:
@@ -74,7 +76,15 @@ def submit(
         if not start:
             console.print(f"not started; start it with `galera-doe start {experiment_id}`")
             return
-        _start_and_follow(client, experiment_id, console, wait=wait, timeout=timeout, model=model)
+        _start_and_follow(
+            client,
+            experiment_id,
+            console,
+            wait=wait,
+            timeout=timeout,
+            model=model,
+            restart_replicates=restart_replicates,
+        )
 
 
 @cli.command("start")
@@ -87,12 +97,21 @@ def start_experiment(
             "--wait", help="follow the trials with a progress bar, then print the results"
         ),
     ] = False,
+    restart_replicates: RestartReplicates = False,
     timeout: Timeout = 3600.0,
     model: Model = None,
 ) -> None:
     """Queue an experiment's pending trials, in run order."""
     with api_client(ctx) as client:
-        _start_and_follow(client, experiment_id, stdout(), wait=wait, timeout=timeout, model=model)
+        _start_and_follow(
+            client,
+            experiment_id,
+            stdout(),
+            wait=wait,
+            timeout=timeout,
+            model=model,
+            restart_replicates=restart_replicates,
+        )
 
 
 def _start_and_follow(
@@ -103,8 +122,9 @@ def _start_and_follow(
     wait: bool,
     timeout: float,
     model: str | None,
+    restart_replicates: bool,
 ) -> None:
-    started = client.start(experiment_id)
+    started = client.start(experiment_id, restart_replicates=restart_replicates)
     console.print(f"started: {started['progress']['queued']} trials queued")
     if not wait:
         return
@@ -189,13 +209,7 @@ def optimize(
             show_default=False,
         ),
     ] = None,
-    restart_replicates: Annotated[
-        bool,
-        typer.Option(
-            "--restart-replicates",
-            help="restart every node before a trial that measures a configuration again",
-        ),
-    ] = False,
+    restart_replicates: RestartReplicates = False,
     wait: Annotated[
         bool,
         typer.Option("--wait", help="follow the loop until it ends, then print its stop reason"),

@@ -190,6 +190,43 @@ async def test_start_queues_pending_trials_in_run_order(api, redis_url):
     assert again.status_code == 409
 
 
+async def test_start_can_measure_every_replicate_in_a_fresh_cluster_state(api, redis_url):
+    broker = redis.Redis.from_url(redis_url)
+    created = await create(api, SIMULATED)
+    started = await api.post(
+        f"/experiments/{created['id']}/start", json={"restart_replicates": True}
+    )
+    assert started.status_code == 200, started.text
+    broker.delete(trial_queue("simulated"))
+    trials = (await api.get(f"/experiments/{created['id']}/trials")).json()
+    # The 12 factorial points differ; the second centre point measures the first one again.
+    centre = [t for t in trials if t["point_type"] == "centre"]
+    assert [t["restart_first"] for t in centre] == [False, True]
+    assert not any(t["restart_first"] for t in trials if t["point_type"] != "centre")
+
+    plain = await create(api, SIMULATED)
+    await api.post(f"/experiments/{plain['id']}/start", json={"restart_replicates": False})
+    broker.delete(trial_queue("simulated"))
+    trials = (await api.get(f"/experiments/{plain['id']}/trials")).json()
+    assert len(trials) == 14 and not any(t["restart_first"] for t in trials)
+
+
+@pytest.mark.targets(
+    [{"name": "dc", "kind": "external", "settings": {"nodes": [{"host": "db1"}, {"host": "db2"}]}}]
+)
+async def test_a_start_with_restarts_is_refused_where_the_nodes_cannot_restart(api):
+    created = await create(api, SIMULATED | {"target": "dc"})
+    refused = await api.post(
+        f"/experiments/{created['id']}/start", json={"restart_replicates": True}
+    )
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["detail"][0]
+    assert error["loc"] == ["body", "restart_replicates"]
+    assert "target 'dc' cannot restart its nodes" in error["msg"]
+    trials = (await api.get(f"/experiments/{created['id']}/trials")).json()
+    assert all(t["status"] == "pending" and not t["restart_first"] for t in trials)
+
+
 async def test_cancel_cancels_what_has_not_run(api):
     created = await create(api, SIMULATED)
     cancelled = (await api.post(f"/experiments/{created['id']}/cancel")).json()

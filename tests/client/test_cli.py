@@ -154,8 +154,9 @@ HELP = [
           "trials", "analysis", "suggest", "optimize", "design", "export", "plot", "serve",
           "worker", "lab", "demo", "start", "cancel", "list", "show-trial", "accept", "observe",
           "report"]),
-    (["submit"], ["FILE.yaml", "--wait", "--no-start", "--timeout", "--target", "--model"]),
-    (["start"], ["ID", "--wait", "--timeout", "--model"]),
+    (["submit"], ["FILE.yaml", "--wait", "--no-start", "--timeout", "--target", "--model",
+                  "--restart-replicates"]),
+    (["start"], ["ID", "--wait", "--timeout", "--model", "--restart-replicates"]),
     (["cancel"], ["ID"]),
     (["status"], ["ID"]),
     (["trials"], ["ID"]),
@@ -254,6 +255,19 @@ def test_submit_without_start_then_status_trials_export_start_and_cancel(api: Ap
     cancelled = ok(run("cancel", str(experiment_id), api=api))
     assert f"Experiment {experiment_id} 'quickstart - nodes and threads': cancelled" in cancelled
     assert table_rows(cancelled, r"0") == [["0", "0", "0", "0", "0", "9", "9"]], cancelled
+
+
+def test_start_restart_replicates_marks_the_repeated_configurations(api: Api, tmp_path: Path):
+    design = {"kind": "full_factorial", "levels": 2, "centre_points": 3, "seed": 1}
+    spec = write_yaml(tmp_path / "centre.yaml", LOOP | {"design": design})
+    experiment_id = submitted_id(ok(run("submit", str(spec), "--no-start", api=api)))
+    ok(run("start", str(experiment_id), "--restart-replicates", api=api))
+    with Client(api.url, api_key=api.key) as client:
+        trials = client.trials(experiment_id)
+        client.cancel(experiment_id)  # no worker runs them here
+    centre = [t["restart_first"] for t in trials if t["point_type"] == "centre"]
+    assert centre == [False, True, True]
+    assert not any(t["restart_first"] for t in trials if t["point_type"] != "centre")
 
 
 def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api, tmp_path: Path):

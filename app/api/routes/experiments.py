@@ -28,6 +28,7 @@ from app.api.schemas import (
     ExperimentWithTrialsOut,
     ModelOrder,
     ObservationIn,
+    StartIn,
     TrialOut,
     error_responses,
 )
@@ -176,9 +177,11 @@ async def start_experiment(
     targets: TargetsDep,
     viewer: CurrentKey,
     response: Response,
+    body: Annotated[StartIn | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> ExperimentOut:
-    """Queue every pending trial, in run order, for the workers."""
+    """Queue every pending trial, in run order, for the workers. With `restart_replicates` a
+    trial that measures a configuration again restarts every node first (`restart_first`)."""
     detail = await experiment_commands.start(
         session,
         experiment_id=experiment_id,
@@ -186,6 +189,7 @@ async def start_experiment(
         targets=targets,
         owner=viewer.owner,
         idempotency=_idempotency(idempotency_key),
+        restart_replicates=body is not None and body.restart_replicates,
     )
     _mark_replayed(response, detail)
     return _out(detail)

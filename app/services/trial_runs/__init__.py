@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from app.services.trial_runs.execution import Outcome, Worker, advance_loop, execute
 from app.services.trial_runs.reaping import Reaped, reap
-from app.services.trial_runs.sending import new_trial, send_loop_start, send_trials
+from app.services.trial_runs.sending import (
+    mark_fresh_replicates,
+    new_trial,
+    send_loop_start,
+    send_trials,
+)
 from app.services.trial_runs.states import (
     ClaimedTrial,
     acquire_target,
@@ -32,6 +37,7 @@ __all__ = [
     "claim",
     "execute",
     "held_by",
+    "mark_fresh_replicates",
     "new_trial",
     "optimization_to_advance",
     "reap",

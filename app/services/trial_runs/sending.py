@@ -3,7 +3,7 @@ each to their target's queue."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,7 +13,7 @@ from app.db.models import Experiment, Trial, utcnow
 from app.queue import BrokerUnavailableError, TaskQueue
 from app.services.errors import UnavailableError
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
-from experiments.factors import FactorSpace
+from experiments.factors import Config, FactorSpace
 
 
 def new_trial(
@@ -39,6 +39,19 @@ def new_trial(
         attempts=0,
         optimization_id=optimization_id,
     )
+
+
+def mark_fresh_replicates(
+    space: FactorSpace, trials: Sequence[Trial], measured: Iterable[Config]
+) -> None:
+    """Mark every one of `trials` (in run order) that measures again a configuration of
+    `measured` or of an earlier one of them to restart every node first: a replicate measured
+    in a fresh cluster state, not in the state the last run left."""
+    seen = {space.key(config) for config in measured}
+    for trial in trials:
+        key = space.key(trial.config)
+        trial.restart_first = key in seen
+        seen.add(key)
 
 
 async def send_trials(
