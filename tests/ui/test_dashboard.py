@@ -246,6 +246,34 @@ def test_accepting_a_suggestion_runs_a_new_trial(browse: Browse, client: Client)
     browse.assert_stayed_home()
 
 
+def test_fresh_replicates_are_asked_for_at_the_start_and_for_the_loop(
+    browse: Browse, client: Client
+):
+    spec = THREE_FACTORS | {"target": "simulated", "name": "fresh replicates"}
+    created = client.create_experiment(spec)
+    page = browse.page
+    browse.open(f"#/experiments/{created['id']}")
+    page.check("#start-restart-replicates")
+    page.click("#start")
+    expect(page.locator("#run-result")).to_contain_text("started:")
+    wait_for(client, created["id"], "completed")
+    # The four centre points are one configuration: the last three measure it again, fresh.
+    centre = [
+        t["restart_first"] for t in client.trials(created["id"]) if t["point_type"] == "centre"
+    ]
+    assert centre == [False, True, True, True]
+    expect(page.locator("#progress-text")).to_contain_text("18 of 18 trials done")
+    expect(page.locator("tr.trial", has_text="fresh")).to_have_count(3)
+    browse.shot("fresh-replicates")
+
+    page.fill("#loop-budget", "1")
+    page.check("#loop-restart-replicates")
+    page.click("#optimize")
+    expect(page.locator("#loop-result")).to_contain_text("budget 1")
+    assert client.experiment(created["id"])["optimization"]["restart_replicates"] is True
+    browse.assert_stayed_home()
+
+
 def test_a_bad_budget_shows_the_apis_422_naming_the_field(browse: Browse, finished: dict):
     page = browse.page
     browse.open(f"#/experiments/{finished['id']}")

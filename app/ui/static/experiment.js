@@ -234,7 +234,8 @@ export function experimentView(root, id, query) {
       { label: "run", value: (t) => t.run_order, class: "num" },
       { label: "trial", value: (t) => h("a", { href: "#", class: "trial-link", dataset: { trial: t.id },
         onclick: (event) => { event.preventDefault(); openTrial(t.id); } }, `#${t.id}`), class: "num" },
-      { label: "point", value: (t) => (t.source === "design" ? t.point_type : `${t.point_type} (${t.source})`) },
+      { label: "point", value: (t) => (t.source === "design" ? t.point_type : `${t.point_type} (${t.source})`)
+        + (t.restart_first ? " · fresh" : "") },
       ...e.factors.map((f) => ({ label: f.name, value: (t) => num(t.config[f.name]), class: "num" })),
       { label: "status", value: (t) => badge(t.status) },
       { label: objective, value: (t) => (t.responses ? num(t.responses[objective]) : ""), class: "num strong" },

@@ -17,8 +17,17 @@ function result(node, ...children) {
   fill(node, ...children);
 }
 
+const RESTART_HELP = "restart every node before a trial that measures a configuration again";
+
+/** The restart_replicates checkbox, labelled, with its input. */
+function restartBox(id) {
+  const box = h("input", { type: "checkbox", id });
+  return { box, label: h("label", { class: "small", title: RESTART_HELP }, box, " fresh replicates") };
+}
+
 export function steerPanel(ctx) {
   const runResult = h("div", { id: "run-result", class: "result" });
+  const startFresh = restartBox("start-restart-replicates");
   const startButton = h("button", { type: "button", id: "start", onclick: start }, "Start");
   const cancelButton = h("button", { type: "button", id: "cancel", class: "danger", onclick: cancel },
     "Cancel");
@@ -35,7 +44,8 @@ export function steerPanel(ctx) {
   }
 
   function start() {
-    act(runResult, () => api(`/experiments/${ctx.id}/start`, { method: "POST" }),
+    act(runResult, () => api(`/experiments/${ctx.id}/start`, { method: "POST",
+      body: { restart_replicates: startFresh.box.checked } }),
       (e) => h("p", { class: "ok" }, `started: ${e.progress.queued || 0} queued`));
   }
 
@@ -103,16 +113,18 @@ export function steerPanel(ctx) {
   const stopBelow = h("input", { id: "loop-stop-below", type: "number", step: "any", size: 6,
     placeholder: "optional", "aria-label": "stop when the expected improvement is below" });
   const loopResult = h("div", { id: "loop-result", class: "result" });
+  const loopFresh = restartBox("loop-restart-replicates");
   const loopForm = h("form", { novalidate: true, onsubmit: (event) => {
     event.preventDefault();
     const body = { strategy: loopStrategy.value, budget: numberOrNull(budget),
-      batch_size: numberOrNull(batch) };
+      batch_size: numberOrNull(batch), restart_replicates: loopFresh.box.checked };
     if (stopBelow.value.trim() !== "") body.stop_when_expected_improvement_below = Number(stopBelow.value);
     act(loopResult, () => api(`/experiments/${ctx.id}/optimize`, { method: "POST", body }),
       (loop) => h("p", { class: "ok" }, `loop ${loop.id} ${loop.status}: budget ${loop.budget}, stage ${loop.stage || "–"}`));
   } },
   h("div", { class: "row" }, h("label", {}, "strategy ", loopStrategy), h("label", {}, "budget ", budget)),
   h("div", { class: "row" }, h("label", {}, "batch ", batch), h("label", {}, "stop below ", stopBelow)),
+  h("div", { class: "row" }, loopFresh.label),
   h("button", { type: "submit", id: "optimize" }, "Start the loop"));
 
   // Observations: one run measured elsewhere (on a manual target, how trials get results).
@@ -183,7 +195,7 @@ export function steerPanel(ctx) {
   const node = h("aside", { class: "steer", id: "steer" },
     h("h2", {}, "Steer"),
     h("section", { class: "steer-section", id: "run-section" },
-      h("div", { class: "row" }, startButton, cancelButton), runResult),
+      h("div", { class: "row" }, startButton, cancelButton, startFresh.label), runResult),
     h("details", { class: "steer-section", open: true, id: "suggest-section" },
       h("summary", {}, "Suggest the next runs"), suggestForm, plan,
       h("h4", {}, "Open suggestions"), accepted, openList),
@@ -205,6 +217,7 @@ export function steerPanel(ctx) {
       }
       const p = experiment.progress;
       startButton.hidden = !runnable;
+      startFresh.label.hidden = !runnable;
       startButton.disabled = !(p.pending > 0);
       startButton.title = p.pending > 0 ? `queue the ${p.pending} pending trials` : "no pending trial";
       const looping = experiment.optimization && experiment.optimization.status === "running";
