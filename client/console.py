@@ -463,9 +463,8 @@ def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
     table.add_column("effect low->high", justify="right")
     table.add_column("share of SS %", justify="right")
     table.add_column("p", justify="right")
-    left_out = _left_out(analysis)
     for item in analysis["ranked_factors"]:
-        dropped = item["factor"] in left_out
+        dropped = not item["in_model"]
         table.add_row(
             escape(item["factor"]),
             "not in the model" if dropped else f"{item['effect']:+.1f}",
