@@ -253,7 +253,12 @@ class _Fitted:
         guards = [
             _Guard(
                 limit,
-                fit(x[measured], _limit_values(limit, responses, len(target))[measured], seed),
+                fit(
+                    x[measured],
+                    _limit_values(limit, responses, len(target))[measured],
+                    seed,
+                    signal_prior=False,
+                ),
             )
             for limit in limits
         ]

@@ -11,7 +11,7 @@ import pytest
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
-from experiments.suggest import Limit, Runs, gaussian_process, next_batch
+from experiments.suggest import Limit, Runs, next_batch
 from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, predict, recommend
 from experiments.suggest.gaussian_process import (
     Encoder,
@@ -551,17 +551,17 @@ def test_a_suggestion_after_800_runs_stays_within_seconds():
     assert elapsed < 10.0  # 5 s on an idle machine (the bound); the suite runs loaded
 
 
-def test_a_noisy_shape_is_never_fitted_as_all_noise(monkeypatch):
+def test_a_noisy_shape_is_never_fitted_as_all_noise():
     # 12 noisy runs of a quadratic in 7 features: maximum likelihood alone has a second mode
     # that puts the signal at its lower bound and calls every difference noise.
-    def noise_over_signal(seed: int) -> float:
+    def noise_over_signal(seed: int, signal_prior: bool) -> float:
         rng = np.random.default_rng(seed)
         x = rng.uniform(-1.0, 1.0, (12, 7))
         shape = 1.0 - (x[:, 0] - 0.3) ** 2 - 0.5 * x[:, 1] ** 2 + 0.3 * x[:, 2]
-        model = fit(x, shape + rng.normal(0.0, 0.4, 12), seed=0)
+        y = shape + rng.normal(0.0, 0.4, 12)
+        model = fit(x, y, seed=0, signal_prior=signal_prior)
         return noise_variance(model) / signal_variance(model)
 
     # The noise is about the shape's size: either may be called larger, neither a thousandth.
-    assert max(noise_over_signal(s) for s in range(20)) < 100.0
-    monkeypatch.setattr(gaussian_process, "_SIGNAL_PRIOR", (1.0, 0.0))  # shape 1, rate 0: none
-    assert sum(noise_over_signal(s) > 100.0 for s in range(20)) >= 2
+    assert max(noise_over_signal(s, True) for s in range(20)) < 100.0
+    assert sum(noise_over_signal(s, False) > 100.0 for s in range(20)) >= 2
