@@ -3,19 +3,19 @@
 scikit-learn's GaussianProcessRegressor with kernel ``Constant * Matern(nu=2.5, one length scale
 per column) + White`` (the white term is the run-to-run noise) on a normalized response; its
 hyperparameters maximize the marginal likelihood times a log-normal prior on the length scales
-(median two coded units, a factor's whole range) and a gamma prior on the signal variance
-(mode 1, the normalized response's variance). Features are the coded numeric
-factors (-1..+1 by `Factor.encode`, after log2 where the factor says so), one-hot categories and
-the load (`_Load`): when the space has both `CONNECTIONS` factors, the log2 of the connections
-the benchmark opens (client machines times threads per client) and, when it also has a factor
-of `LOADED_NODES`, the log2 of the connections per node that takes them and of those on the
-busiest one (client i connects to node i mod n, so 6 clients on 4 nodes put two on two of
-them), each coded -1..+1 over its range. A cluster's throughput follows these more than the
-split between machines: contention grows with the connections of the whole cluster and
-coherency with those of one node (the Universal Scalability Law counts both), and the busiest
-node paces the others (flow control holds the cluster to its slowest member); so the optimum
-is a curved ridge across the factors, which a kernel of one length scale per factor learns
-only point by point.
+(median two coded units, a factor's whole range) and, for the objective's model, a gamma prior
+on the signal variance (mode 1, the normalized response's variance). Features are the coded
+numeric factors (-1..+1 by `Factor.encode`, after log2 where the factor says so), one-hot
+categories and the load (`_Load`): when the space has both `CONNECTIONS` factors, the log2 of
+the connections the benchmark opens (client machines times threads per client) and, when it
+also has a factor of `LOADED_NODES`, the log2 of the connections per node that takes them and
+of those on the busiest one (client i connects to node i mod n, so 6 clients on 4 nodes put
+two on two of them), each coded -1..+1 over its range. A cluster's throughput follows these
+more than the split between machines: contention grows with the connections of the whole
+cluster and coherency with those of one node (the Universal Scalability Law counts both), and
+the busiest node paces the others (flow control holds the cluster to its slowest member); so
+the optimum is a curved ridge across the factors, which a kernel of one length scale per
+factor learns only point by point.
 Predictions are of the *mean* response: the fitted noise is taken out of the standard deviation.
 
 Fitting costs the cube of the runs and scoring candidates their square, so beyond
