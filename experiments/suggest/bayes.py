@@ -29,18 +29,17 @@ near repeats score no EI either: candidates the model cannot tell from a configu
 (`gaussian_process.indistinguishable`, e.g. the incumbent with its runtime 2 s longer), which EI
 under noise would otherwise keep choosing, since the uncertainty of a mean shrinks only with the
 square root of its runs; such points are measured only as the replicates below. Points already
-in the batch and configurations whose trials failed are always excluded; a failed configuration
-also enters the model as the worst result so far, which keeps the search away from where trials
-fail. When noise makes the best point uncertain (the runner-up has a 30 % chance of being
-better, and the incumbent's own uncertainty is twice what any new point is expected to gain) the
-batch starts with a replicate of the incumbent, at most one repeat per configuration and one
-replicate in five runs, once there are three runs per model column to judge noise by (before
-that, the model's noise has a prior that keeps it small: a few runs look like noise to any
-model). The recommendation (`recommend`: best mean less one standard deviation) may pass over
-the configuration of best mean because it was measured too few times to be sure of; then that
-configuration is measured again first (as SMAC's racing runs a challenger until it has as many
-runs as the incumbent), at most `MAX_CHALLENGE_RUNS` times: otherwise a lucky neighbour can hold
-the recommendation while the better configuration is never looked at again.
+in the batch and configurations whose trials failed are always excluded; a failed configuration also
+enters the model as the worst result so far, which keeps the search away from where trials fail.
+When noise makes the best point uncertain (the runner-up has a 30 % chance of being better, and
+the incumbent's own uncertainty is twice what any new point is expected to gain) the batch
+starts with a replicate of the incumbent, at most one repeat per configuration and one replicate
+in five runs, once there are three runs per model column to judge noise by. The recommendation
+(`recommend`: best mean less one standard deviation) may pass over the configuration of best
+mean because it was measured too few times to be sure of; then that configuration is measured
+again first (as SMAC's racing runs a challenger until it has as many runs as the incumbent), at
+most `MAX_CHALLENGE_RUNS` times: otherwise a lucky neighbour can hold the recommendation while
+the better configuration is never looked at again.
 
 A batch of q points is chosen by the kriging believer: after each pick its predicted mean is
 added as if observed and the model is refitted with the same hyperparameters, which shrinks the
@@ -249,8 +248,7 @@ class _Fitted:
             t_fit = np.append(target, np.full(len(broken), target.min()))
         keep = training_rows(x_fit, t_fit)
         x_fit, t_fit = x_fit[keep], t_fit[keep]
-        judged = _judged(len(target), x.shape[1])
-        model = fit(x_fit, t_fit, seed, noise_prior=not judged)
+        model = fit(x_fit, t_fit, seed)
         measured = keep[keep < len(target)]
         guards = [
             _Guard(
@@ -265,7 +263,9 @@ class _Fitted:
             for limit in limits
         ]
         # Why: a model that blames most of the variation on noise learns more from a
-        # replicate; but only with runs enough to tell noise from shape.
+        # replicate; but only with runs enough to tell noise from shape (a few runs look like
+        # noise to any model).
+        judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
         repeats_allowed = judged and noise_variance(model) > signal_variance(model)
         excluded = set() if repeats_allowed else {space.key(c) for c in observed}
         excluded |= {space.key(c) for c in broken}
@@ -371,15 +371,9 @@ def predict(
     encoder = Encoder(space)
     x = encoder.features([[c[n] for n in space.names] for c in observed])
     keep = training_rows(x, y)
-    model = fit(x[keep], y[keep], seed, noise_prior=not _judged(len(y), x.shape[1]))
+    model = fit(x[keep], y[keep], seed)
     mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
-
-
-def _judged(runs: int, features: int) -> bool:
-    """Whether there are runs enough to tell noise from shape: with fewer, a few runs look like
-    noise to any model, so the objective's model gets a prior that keeps the noise small."""
-    return runs >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * features
 
 
 @dataclass(frozen=True)

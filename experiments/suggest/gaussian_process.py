@@ -4,19 +4,18 @@ scikit-learn's GaussianProcessRegressor with kernel ``Constant * Matern(nu=2.5, 
 per column) + White`` (the white term is the run-to-run noise) on a normalized response; its
 hyperparameters maximize the marginal likelihood times a log-normal prior on the length scales
 (median two coded units, a factor's whole range) and, for the objective's model, a gamma prior
-on the signal variance (mode 1, the normalized response's variance) and, when the caller asks
-(while the runs are too few to tell noise from shape), a gamma prior on the noise variance.
-Features are the coded numeric factors (-1..+1 by `Factor.encode`, after log2 where the factor
-says so), one-hot categories and the load (`_Load`): when the space has both `CONNECTIONS`
-factors, the log2 of the connections the benchmark opens (client machines times threads per
-client) and, when it also has a factor of `LOADED_NODES`, the log2 of the connections per node
-that takes them and of those on the busiest one (client i connects to node i mod n, so 6 clients
-on 4 nodes put two on two of them), each coded -1..+1 over its range. A cluster's throughput
-follows these more than the split between machines: contention grows with the connections of the
-whole cluster and coherency with those of one node (the Universal Scalability Law counts both),
-and the busiest node paces the others (flow control holds the cluster to its slowest member); so
-the optimum is a curved ridge across the factors, which a kernel of one length scale per factor
-learns only point by point.
+on the signal variance (mode 1, the normalized response's variance). Features are the coded
+numeric factors (-1..+1 by `Factor.encode`, after log2 where the factor says so), one-hot
+categories and the load (`_Load`): when the space has both `CONNECTIONS` factors, the log2 of
+the connections the benchmark opens (client machines times threads per client) and, when it
+also has a factor of `LOADED_NODES`, the log2 of the connections per node that takes them and
+of those on the busiest one (client i connects to node i mod n, so 6 clients on 4 nodes put
+two on two of them), each coded -1..+1 over its range. A cluster's throughput follows these
+more than the split between machines: contention grows with the connections of the whole
+cluster and coherency with those of one node (the Universal Scalability Law counts both), and
+the busiest node paces the others (flow control holds the cluster to its slowest member); so
+the optimum is a curved ridge across the factors, which a kernel of one length scale per
+factor learns only point by point.
 Predictions are of the *mean* response: the fitted noise is taken out of the standard deviation.
 
 Fitting costs the cube of the runs and scoring candidates their square, so beyond
@@ -73,17 +72,11 @@ _LENGTH_SCALE_PRIOR = (math.log(2.0), 1.0)
 # has (mode 1). Without it the likelihood has a second mode that puts the signal at its lower
 # bound and calls every difference noise, and the search then repeated one configuration for
 # the rest of the race (the simulated cluster at 8 % noise, seed 2: 12 of its last 20 trials).
+# No prior on the noise: Optuna's (mean 0.04 of the response's variance) hides noise that
+# truly dominates, which the replicate rule and the recommendation's uncertainty depend on.
 # The models of limited responses (p95 latency) go without it: with it, the workload problem
 # under a latency limit took 41 trials to 2 % (20 seeds), without it 30, as before the prior.
 _SIGNAL_PRIOR = (2.0, 1.0)
-# A gamma prior (shape, rate) on the noise variance of the normalized response, Optuna's (mean
-# 0.037), for the few runs that cannot tell noise from shape: maximum likelihood alone often
-# calls a narrow peak noise (16 noise-free runs of a bump in 6 features: 6 fits in 20 put the
-# noise above half the signal). With runs enough the data decide, since the prior hides noise
-# that truly dominates (ten plateaus of 30 runs, noise 1.6 times the shape's variance: noise
-# over signal fitted at a median 0.08 with it, 0.57 without), and the replicate rule and the
-# recommendation's uncertainty depend on that estimate.
-_NOISE_PRIOR = (1.1, 30.0)
 # The service's names of the factors whose product is the connections a benchmark opens, and of
 # the nodes that take them: the nodes clients connect to when that is a factor, else all nodes.
 # Measured on the simulated cluster (3 % noise, 20 seeds, bayes), median trials until the
@@ -232,16 +225,10 @@ def training_rows(x: np.ndarray, y: np.ndarray, limit: int = MAX_TRAINING_ROWS) 
 
 
 def fit(
-    x: np.ndarray,
-    y: np.ndarray,
-    seed: int,
-    *,
-    signal_prior: bool = True,
-    noise_prior: bool = False,
+    x: np.ndarray, y: np.ndarray, seed: int, *, signal_prior: bool = True
 ) -> GaussianProcessRegressor:
     """The Gaussian process fitted to features `x` and responses `y` (maximum a posteriori);
-    without `signal_prior`, no prior on the signal variance (the models of limited responses);
-    with `noise_prior`, one on the noise variance (while the runs cannot judge noise)."""
+    without `signal_prior`, the length scales' prior alone (the models of limited responses)."""
     kernel = _kernel(x.shape[1])
     model = GaussianProcessRegressor(
         kernel=kernel,
@@ -251,7 +238,6 @@ def fit(
         optimizer=_with_priors(
             _slice_of(kernel, "length_scale"),
             _slice_of(kernel, "constant_value") if signal_prior else slice(0),
-            _slice_of(kernel, "noise_level") if noise_prior else slice(0),
         ),
     )
     with warnings.catch_warnings():
@@ -278,15 +264,15 @@ Optimizer = Callable[
 ]
 
 
-def _with_priors(lengths: slice, signal: slice, noise: slice) -> Optimizer:
+def _with_priors(lengths: slice, signal: slice) -> Optimizer:
     """L-BFGS-B on the log marginal likelihood plus the priors (maximum a posteriori): a
-    log-normal one on every length scale and gamma ones on the signal and noise variances
-    (an empty slice leaves a variance without). With few runs, maximum likelihood often picks
-    length scales that make the model all wiggles or all flat, a signal so small that every
-    difference is noise, or noise so large that a peak is; the priors keep the length scales
-    near a factor's range, the signal near the response's variance and the noise small.
-    Measured: median trials to 2 % on Hartmann-6 85 -> 46 with the length-scale prior."""
+    log-normal one on every length scale and a gamma one on the signal variance. With few
+    runs, maximum likelihood often picks length scales that make the model all wiggles or all
+    flat, or a signal so small that every difference is noise; the priors keep the length
+    scales near a factor's range and the signal near the response's variance. Measured:
+    median trials to 2 % on Hartmann-6 85 -> 46 with the length-scale prior (against none)."""
     mean, sd = _LENGTH_SCALE_PRIOR
+    shape, rate = _SIGNAL_PRIOR
 
     def optimize(
         objective: Callable[..., tuple[float, np.ndarray]], theta: np.ndarray, bounds: np.ndarray
@@ -297,11 +283,10 @@ def _with_priors(lengths: slice, signal: slice, noise: slice) -> Optimizer:
             gradient = np.array(gradient, dtype=float)
             gradient[lengths] += offset / sd**2
             penalty = float(np.sum(offset**2)) / (2.0 * sd**2)
-            for where, (shape, rate) in ((signal, _SIGNAL_PRIOR), (noise, _NOISE_PRIOR)):
-                # theta holds the log of a variance; the gamma density's negative log at exp(t).
-                variance = np.exp(t[where])
-                penalty += float(np.sum(rate * variance - (shape - 1.0) * t[where]))
-                gradient[where] += rate * variance - (shape - 1.0)
+            # theta holds the log of the variance; the gamma density's negative log at exp(t).
+            variance = np.exp(t[signal])
+            penalty += float(np.sum(rate * variance - (shape - 1.0) * t[signal]))
+            gradient[signal] += rate * variance - (shape - 1.0)
             return float(value) + penalty, gradient
 
         found = scipy.optimize.minimize(

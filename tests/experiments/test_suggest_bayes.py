@@ -565,20 +565,3 @@ def test_a_noisy_shape_is_never_fitted_as_all_noise():
     # The noise is about the shape's size: either may be called larger, neither a thousandth.
     assert max(noise_over_signal(s, True) for s in range(20)) < 100.0
     assert sum(noise_over_signal(s, False) > 100.0 for s in range(20)) >= 2
-
-
-def test_a_narrow_peak_in_few_runs_is_not_fitted_as_noise():
-    # 16 noise-free runs in 6 features, four of them near a narrow bump: maximum likelihood
-    # alone often explains the bump as noise; the noise prior, which `bayes` gives the model
-    # while the runs are too few to judge noise, keeps it signal.
-    def noise_over_signal(seed: int, noise_prior: bool) -> float:
-        rng = np.random.default_rng(seed)
-        x = rng.uniform(-1.0, 1.0, (16, 6))
-        centre = np.full(6, 0.2)
-        x[-4:] = np.clip(centre + rng.normal(0.0, 0.25, (4, 6)), -1.0, 1.0)
-        y = np.exp(-4.0 * np.sum((x - centre) ** 2, axis=1))
-        model = fit(x, y, seed=0, noise_prior=noise_prior)
-        return noise_variance(model) / signal_variance(model)
-
-    assert max(noise_over_signal(s, True) for s in range(20)) < 0.05
-    assert sum(noise_over_signal(s, False) > 0.5 for s in range(20)) >= 4
