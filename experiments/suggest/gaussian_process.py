@@ -72,10 +72,10 @@ _LENGTH_SCALE_PRIOR = (math.log(2.0), 1.0)
 # has (mode 1). Without it the likelihood has a second mode that puts the signal at its lower
 # bound and calls every difference noise, and the search then repeated one configuration for
 # the rest of the race (the simulated cluster at 8 % noise, seed 2: 12 of its last 20 trials).
+# The models of limited responses (p95 latency) go without this prior: with it, the workload
+# problem under a latency limit took 41 trials to 2 % (20 seeds), without it 30, as before it.
 # No prior on the noise: Optuna's (mean 0.04 of the response's variance) hides noise that
 # truly dominates, which the replicate rule and the recommendation's uncertainty depend on.
-# The models of limited responses (p95 latency) go without it: with it, the workload problem
-# under a latency limit took 41 trials to 2 % (20 seeds), without it 30, as before the prior.
 _SIGNAL_PRIOR = (2.0, 1.0)
 # The service's names of the factors whose product is the connections a benchmark opens, and of
 # the nodes that take them: the nodes clients connect to when that is a factor, else all nodes.
