@@ -1,6 +1,6 @@
 """How much replicates of one configuration spread on the lab, with and without a restart first.
 
-Run `python benchmarks/replicate_spread.py [--replicates 6] [--runtime 20]` as root. It brings
+Run `python -m benchmarks.replicate_spread [--replicates 6] [--runtime 20]` as root. It brings
 up a lab cluster of its own (a fresh directory and free ports), then runs one configuration
 (3 nodes, 1 client machine, 4 threads, oltp_read_write) `--replicates` times in each of two
 modes, alternating so that drift over the session falls on both alike: consecutive (the baseline:
@@ -15,19 +15,14 @@ account for: a Gaussian process that took `tps_se` as each run's noise would mis
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import sys
 import time
-import uuid
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from worker.lab_layout import free_layout
-from worker.targets.lab import LabTarget, settings_of
+from benchmarks.own_lab import own_lab_target
 
 CONFIG = {"nodes": 3, "clients": 1, "threads_per_client": 4, "workload": "oltp_read_write"}
 MODES = ("consecutive", "fresh")
@@ -39,18 +34,12 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=6, help="trials per mode (>= 2)")
     parser.add_argument("--runtime", type=int, default=20, help="seconds per trial (>= 10)")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("run as root: the lab starts its nodes as the mysql user")
     if args.replicates < 2 or args.runtime < 10:
         sys.exit("--replicates must be at least 2 and --runtime at least 10")
-    root = Path(f"/var/tmp/galera-doe-bench-{uuid.uuid4().hex[:8]}")
-    root.mkdir(mode=0o755)
-    shutil.chown(root, "mysql", "mysql")
-    target = LabTarget("replicate-spread", settings_of(free_layout(root / "lab")))
     config = CONFIG | {"runtime_s": args.runtime}
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     walls: dict[str, list[float]] = {mode: [] for mode in MODES}
-    try:
+    with own_lab_target("replicate-spread") as target:
         target.run(config, run_key=0)  # prepares the schema and warms the cluster up
         for key in range(1, args.replicates + 1):
             for mode in MODES:
@@ -63,9 +52,6 @@ def main() -> None:
                     f" {done.responses['tps_se']:.2f}, restart {done.responses['restart_s']:.1f} s",
                     flush=True,
                 )
-    finally:
-        target.cluster.reset()
-        shutil.rmtree(root, ignore_errors=True)
     setting = ", ".join(f"{name} {value}" for name, value in CONFIG.items())
     table = Table(
         title=f"Replicates of one configuration ({setting}), {args.runtime} s trials",
