@@ -4,6 +4,12 @@ A coded value of -1 is the factor's low end and +1 its high end, measured after 
 scale (``log2`` for thread and connection counts, whose effects are multiplicative). Integer
 factors are rounded after decoding; categorical factors are coded by level index spread evenly
 over -1..+1 (the analysis uses treatment dummies for them instead).
+
+At most one numeric factor may be the space's `fidelity`: the length of a trial (runtime_s),
+whose short values buy cheap, less faithful runs. Its high end is the measurement that counts:
+Bayesian optimization may run short trials and recommends at the high end
+(`experiments.suggest.fidelity`), and the analysis's optimum holds it there; designs and the
+models treat it as any other factor.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class Factor:
     unit: str = ""
     scale: Scale = "linear"
     hard_to_change: bool = False
+    fidelity: bool = False
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -62,6 +69,12 @@ class Factor:
             raise DomainError("levels", "a categorical factor needs a non-empty list of levels")
         else:
             self._check_range()
+        if self.fidelity and (self.kind == "categorical" or self.bounds[0] <= 0):
+            raise DomainError(
+                "fidelity",
+                "only a numeric factor above 0 can be the fidelity (a trial's length, such as"
+                " runtime_s)",
+            )
 
     def _check_levels(self) -> None:
         levels = self.levels or ()
@@ -198,6 +211,8 @@ class FactorSpace:
         for i, factor in enumerate(self.factors):
             if factor.name in index:
                 raise DomainError(f"factors.{i}.name", f"duplicate factor name '{factor.name}'")
+            if factor.fidelity and any(f.fidelity for f in self.factors[:i]):
+                raise DomainError(f"factors.{i}.fidelity", "only one factor can be the fidelity")
             index[factor.name] = i
         object.__setattr__(self, "_index", index)
 
@@ -216,6 +231,11 @@ class FactorSpace:
     def names(self) -> list[str]:
         """Factor names in order."""
         return [f.name for f in self.factors]
+
+    @property
+    def fidelity(self) -> Factor | None:
+        """The factor that is the trial's length, if one is (module docstring)."""
+        return next((f for f in self.factors if f.fidelity), None)
 
     @property
     def units(self) -> dict[str, str]:
@@ -272,6 +292,7 @@ def factor_from_dict(raw: Mapping[str, object]) -> Factor:
         unit=str(raw.get("unit") or ""),
         scale=raw.get("scale", "linear"),  # type: ignore[arg-type]
         hard_to_change=bool(raw.get("hard_to_change", False)),
+        fidelity=bool(raw.get("fidelity", False)),
     )
 
 
@@ -286,6 +307,7 @@ def factor_to_dict(factor: Factor) -> dict[str, object]:
         "unit": factor.unit,
         "scale": factor.scale,
         "hard_to_change": factor.hard_to_change,
+        "fidelity": factor.fidelity,
     }
 
 

@@ -176,6 +176,7 @@ GLOSSARY: dict[str, str] = {
     "factors": "the factor space: names, kinds, ranges or levels, units",
     "failure": "why it failed: infrastructure (retried), infeasible or error",
     "family": "facts of the design family (generators, alpha, ...)",
+    "fidelity": "whether it is the trial's length, which Bayesian optimization may shorten",
     "finished_at": "when it ended",
     "fitted": "the model's fitted value for the run",
     "half_normal": "points of the half-normal plot",

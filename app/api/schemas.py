@@ -118,6 +118,7 @@ class FactorIn(Strict):
     unit: str = Field(default="", max_length=32)
     scale: Literal["linear", "log2"] = "linear"
     hard_to_change: bool = False
+    fidelity: bool = False
 
 
 class DesignIn(Strict):

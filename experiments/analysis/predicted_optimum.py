@@ -37,13 +37,27 @@ def predicted_optimum(
     space, terms, results, observed = fitted.space, fitted.terms, fitted.results, fitted.observed
     region = DataRegion(space, observed)
     bounds = _bounds(fitted, limits)
+    starts = _best_observed(observed, results, goal)
+    candidates = candidate_values(space, observed)
+    inside = region.contains
+    length = space.fidelity
+    if length is not None:
+        # The trials' length is how a configuration was measured, not part of it: the optimum
+        # is the configuration as a full-length run measures it (coded +1; the search's
+        # neighbour moves would leave a single candidate value).
+        full, column = length.decode(1.0), space.names.index(length.name)
+        candidates[column] = [full]
+        starts = [c | {length.name: full} for c in starts]
+
+        def inside(coded: np.ndarray) -> np.ndarray:
+            return region.contains(coded) & np.isclose(coded[:, column], 1.0)
+
     common: dict[str, Any] = {
         "bounds": bounds,
         "constraints": constraints,
-        "starts": _best_observed(observed, results, goal),
-        "region": region.contains,
+        "starts": starts,
+        "region": inside,
     }
-    candidates = candidate_values(space, observed)
     if desirability:
         goals = _desirability_goals(fitted, desirability)
         search = most_desirable(space, candidates, goals, **common)
@@ -123,13 +137,15 @@ def widenable_edges(
 ) -> dict[str, str]:
     """The numeric factors `config` sets at an end of their range ("low" or "high") where a
     follow-up could widen the range: not a factor the runs held at one setting or the model
-    left out (its setting in `config` is arbitrary), not a count at 0 or 1 (no fewer nodes
-    than one), not a non-negative quantity at 0, not a share at 1."""
+    left out (its setting in `config` is arbitrary), not the fidelity (held at its full
+    length), not a count at 0 or 1 (no fewer nodes than one), not a non-negative quantity at 0,
+    not a share at 1."""
     edges = {}
     modelled = terms.modelled_factors
     for i, factor in enumerate(space.factors):
         if (
             not factor.is_numeric
+            or factor.fidelity
             or i not in modelled
             or len({c[factor.name] for c in observed}) < 2
         ):

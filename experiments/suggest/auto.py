@@ -17,12 +17,13 @@ Every call looks at what has been run and takes the next step of
    confirms the optimum and stops; outside it, Bayesian optimization takes over.
 
 Bayesian optimization also starts at once when the staged path cannot work or does not pay:
-categorical factors (axial points mean nothing for a category), factor constraints that cut the
+categorical factors (axial points mean nothing for a category), a fidelity factor (the trials'
+length, which only Bayesian optimization uses as such), factor constraints that cut the
 factorial, screening + composite + confirmation costing more than `STAGED_SHARE` of the budget
 (a closed loop; without a budget the staged path is taken), or runs that are no factorial at all
-(data recorded elsewhere). It then starts from a space-filling design when there are no runs. Once
-started it goes on: runs of type "bayes", "replicate" or "space_filling" mark that path, and its
-explanation repeats why it was taken.
+(data recorded elsewhere). It then starts from a space-filling design when there are no runs.
+Once started it goes on: runs of type "bayes", "replicate", "full_length" or "space_filling"
+mark that path, and its explanation repeats why it was taken.
 
 Design steps (screening, augmentation, path, confirmation) are proposed whole, whatever the batch
 size asked: their statistics need every run.
@@ -71,7 +72,7 @@ COMPOSITE_CENTRE_POINTS = 4
 STAGED_SHARE = 0.2
 # Runs of the quadratic model's residual degrees of freedom wanted beyond its parameters.
 _SPARE_DF = 2
-BAYES_TYPES = frozenset({"bayes", "replicate", "space_filling"})
+BAYES_TYPES = frozenset({"bayes", "replicate", "full_length", "space_filling"})
 
 
 class Auto(Strategy):
@@ -91,12 +92,9 @@ class Auto(Strategy):
         types = self.runs.types
         if any(t in BAYES_TYPES for t in types):
             return f"Bayesian optimization goes on. It was taken because {self._why(count)}"
-        categorical = [f.name for f in self.space.factors if not f.is_numeric]
-        if categorical:
-            return (
-                f"{categorical[0]} is categorical, and the composite design's axial points have"
-                " no meaning for a category"
-            )
+        unfit = self._unfit_factor()
+        if unfit is not None:
+            return unfit
         if "path" in types:
             return (
                 "the path of steepest ascent has been climbed to the edge of the region, where"
@@ -157,9 +155,9 @@ class Auto(Strategy):
 
     def _staged_blocker(self) -> str | None:
         """Why the staged path cannot work from scratch, or None when it can."""
-        categorical = [f.name for f in self.space.factors if not f.is_numeric]
-        if categorical:
-            return f"{categorical[0]} is categorical, and axial points mean nothing for a category"
+        unfit = self._unfit_factor()
+        if unfit is not None:
+            return unfit
         if self.runs.failed:
             return "trials of this experiment failed before any succeeded"
         size = screening_size(self.space, self.seed)
@@ -187,6 +185,23 @@ class Auto(Strategy):
             return (
                 f"the factor constraints remove {design.removed_by_constraints} runs of the"
                 " screening factorial"
+            )
+        return None
+
+    def _unfit_factor(self) -> str | None:
+        """Why a factor of the space rules the staged path out, or None."""
+        categorical = [f.name for f in self.space.factors if not f.is_numeric]
+        if categorical:
+            return (
+                f"{categorical[0]} is categorical, and the composite design's axial points have"
+                " no meaning for a category"
+            )
+        length = self.space.fidelity
+        if length is not None:
+            return (
+                f"{length.name} is the trials' length (the fidelity): the staged path would"
+                " treat it as a factor to optimize, while Bayesian optimization runs short"
+                " trials where they pay and judges every configuration at the full length"
             )
         return None
 

@@ -41,6 +41,12 @@ again first (as SMAC's racing runs a challenger until it has as many runs as the
 most `MAX_CHALLENGE_RUNS` times: otherwise a lucky neighbour can hold the recommendation while
 the better configuration is never looked at again.
 
+A fidelity factor (the trials' length, `Factor.fidelity`) changes three things
+(`experiments.suggest.fidelity`): candidates are configurations at the lengths of a ladder,
+scored by EI at the full length weighed by what a run at their length is worth per second;
+configurations are judged, recommended and held to the limits at the full length; and a
+recommendation that only shorter runs have measured is measured at the full length first.
+
 A batch of q points is chosen by the kriging believer: after each pick its predicted mean is
 added as if observed and the model is refitted with the same hyperparameters, which shrinks the
 uncertainty around it and pushes the next pick elsewhere.
@@ -65,10 +71,12 @@ from experiments.lattice import candidate_values
 from experiments.lattice_search import Lattice, search
 from experiments.numbers import describe_config, format_value
 from experiments.suggest.base import Limit, Recommendation, Suggestion
+from experiments.suggest.fidelity import Fidelity
 from experiments.suggest.gaussian_process import (
     Encoder,
     expected_improvement,
     fit,
+    indistinguishable,
     mean_and_sd,
     noise_variance,
     one_blas_thread,
@@ -177,14 +185,14 @@ def bayes_batch(
         raise DomainError("candidates", "must be a whole number of at least 16")
     sign = 1.0 if goal == "maximize" else -1.0
     fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
-    pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates)
+    pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates, fitted.fidelity)
     suggestions = _batch(fitted, pool, sign, count, list(point_types))
     if not suggestions:
         raise DomainError(
             "configs",
             "every configuration allowed by the factors and constraints has been run already",
         )
-    return suggestions, fitted.deploy.recommendation(space, sign)
+    return suggestions, fitted.recommendation(sign)
 
 
 @one_blas_thread
@@ -205,7 +213,7 @@ def recommend(
     observed, y = _checked_runs(space, configs, values)
     sign = 1.0 if check_goal(goal) == "maximize" else -1.0
     fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
-    return fitted.deploy.recommendation(space, sign)
+    return fitted.recommendation(sign)
 
 
 @dataclass(frozen=True)
@@ -219,6 +227,8 @@ class _Fitted:
     t_fit: np.ndarray
     model: GaussianProcessRegressor
     guards: list[_Guard]
+    fidelity: Fidelity | None
+    measured: frozenset[tuple[Value, ...]]  # every configuration run, at its own length
     judged: bool
     excluded: set[tuple[Value, ...]]
     incumbent: _Incumbent
@@ -269,9 +279,68 @@ class _Fitted:
         repeats_allowed = judged and noise_variance(model) > signal_variance(model)
         excluded = set() if repeats_allowed else {space.key(c) for c in observed}
         excluded |= {space.key(c) for c in broken}
-        incumbent = _Incumbent.of(space, observed, target, model, x, guards)
-        deploy = _Incumbent.of(space, observed, target, model, x, guards, RECOMMENDATION_RISK)
-        return cls(space, encoder, x_fit, t_fit, model, guards, judged, excluded, incumbent, deploy)
+        fidelity = Fidelity.of(space, encoder)
+        # With a fidelity the configurations are judged as measured at its target length, so
+        # runs of one configuration at every length inform one judgement; its count and mean
+        # are of the full-length runs, when it has any.
+        judged_at, x_judged, counted = observed, x, None
+        if fidelity is not None:
+            judged_at = [fidelity.at_target(c) for c in observed]
+            x_judged = fidelity.targeted(x)
+            counted = np.array([c == judged_at[i] for i, c in enumerate(observed)])
+        incumbent = _Incumbent.of(space, judged_at, target, model, x_judged, guards, counted)
+        deploy = _Incumbent.of(
+            space, judged_at, target, model, x_judged, guards, counted, RECOMMENDATION_RISK
+        )
+        return cls(
+            space,
+            encoder,
+            x_fit,
+            t_fit,
+            model,
+            guards,
+            fidelity,
+            frozenset(space.key(c) for c in observed),
+            judged,
+            excluded,
+            incumbent,
+            deploy,
+        )
+
+    def recommendation(self, sign: float) -> Recommendation:
+        """What to deploy now (`deploy`), saying at which length it was measured when the
+        space has a fidelity."""
+        note = ""
+        if self.fidelity is not None:
+            name = self.fidelity.factor.name
+            length = f"{name} {format_value(self.fidelity.target)}"
+            if self.space.key(self.deploy.config) in self.measured:
+                note = (
+                    f" The runs counted are those at {length}, the full measurement; the model"
+                    " learns from the shorter ones too."
+                )
+            else:
+                note = (
+                    f" No run has measured it at {length}, the full measurement, yet: the runs"
+                    " counted are shorter, the model judges it at the full length from every"
+                    " run, and it is measured there next."
+                )
+        return self.deploy.recommendation(self.space, sign, note)
+
+    def promotion(self, sign: float) -> Suggestion | None:
+        """A full-length run of the recommendation when only shorter runs have measured it."""
+        fidelity, deploy = self.fidelity, self.deploy
+        if fidelity is None or self.space.key(deploy.config) in self.measured:
+            return None
+        name, length = fidelity.factor.name, format_value(fidelity.target)
+        reason = (
+            f"Measure {describe_config(deploy.config, self.space.units)} at the full length: it"
+            f" is what the user would be told to deploy ({format_value(sign * deploy.mean)} ±"
+            f" {format_value(deploy.sd)} at {name} {length}), but only shorter runs have"
+            " measured it; the run confirms it and shows the model how far short runs lie from"
+            " full ones."
+        )
+        return deploy.measured_again(sign, reason, "full_length")
 
     def challenge(self, sign: float) -> Suggestion | None:
         """A replicate of the configuration of best mean when the recommendation passes it over
@@ -305,20 +374,22 @@ def _batch(
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
     current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
-    first = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
-    replicate = None
-    if first is not None and fitted.judged:
+    fidelity = fitted.fidelity
+    first = pool.best(_scorer(current, best, guards, fidelity), excluded, incumbent.leaders)
+    replicate = fitted.promotion(sign)
+    if replicate is None and first is not None and fitted.judged:
         if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
             replicate = fitted.challenge(sign)
         if replicate is None and "replicate" not in point_types[-_REPLICATE_SPACING:]:
             replicate = incumbent.replicate(space, sign, first[1])
-        if replicate is not None:
-            suggestions.append(replicate)
-            point = encoder.features([[replicate.config[n] for n in space.names]])
-            xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
-            current = refit(current, xs, ts)
+    if replicate is not None:
+        suggestions.append(replicate)
+        excluded.add(space.key(replicate.config))
+        point = encoder.features([[replicate.config[n] for n in space.names]])
+        xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
+        current = refit(current, xs, ts)
     while len(suggestions) < count:
-        pick = pool.best(_scorer(current, best, guards), excluded, incumbent.leaders)
+        pick = pool.best(_scorer(current, best, guards, fidelity), excluded, incumbent.leaders)
         if pick is None:
             break
         row, ei = pick
@@ -328,7 +399,11 @@ def _batch(
         excluded.add(space.key(config))
         # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
         believed, _ = mean_and_sd(current, point)
-        best = max(best, float(believed[0]))
+        if fidelity is not None:
+            believed_full, _ = mean_and_sd(current, fidelity.targeted(point))
+            best = max(best, float(believed_full[0]))
+        else:
+            best = max(best, float(believed[0]))
         xs, ts = np.vstack([xs, point]), np.append(ts, believed[0])
         current = refit(current, xs, ts)
     return suggestions
@@ -340,12 +415,15 @@ def _suggestion(
     mean, sd = mean_and_sd(fitted.model, point)  # real data only: the fake runs are no information
     predicted = sign * float(mean[0])
     outcome = (predicted, float(sd[0]), ei, sign * fitted.incumbent.mean)
+    fidelity = fitted.fidelity
+    at_target = point if fidelity is None else fidelity.targeted(point)
     return Suggestion(
         config=config,
         strategy="bayes",
         point_type="bayes",
         reason=_reason(fitted.space, config, outcome, sign, position)
-        + _limits_sentence(fitted.guards, point),
+        + ("" if fidelity is None else fidelity.sentence(fitted.model, point))
+        + _limits_sentence(fitted.guards, at_target),
         predicted=predicted,
         uncertainty=float(sd[0]),
         expected_improvement=float(ei),
@@ -401,15 +479,24 @@ class _Guard:
 
 
 def _scorer(
-    model: GaussianProcessRegressor, best: float, guards: Sequence[_Guard]
+    model: GaussianProcessRegressor,
+    best: float,
+    guards: Sequence[_Guard],
+    fidelity: Fidelity | None,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """EI over `best`, times the probability of meeting every limit; a point whose predicted
-    means break a limit keeps a tiny share, so it wins only when no candidate meets them."""
+    means break a limit keeps a tiny share, so it wins only when no candidate meets them. With
+    a fidelity, EI and the limits are of the configuration at the target length, weighed by
+    what a run at the candidate's length is worth per second (`Fidelity.weight`)."""
 
     def score(x: np.ndarray) -> np.ndarray:
-        ei = expected_improvement(model, x, best)
+        at = x if fidelity is None else fidelity.targeted(x)
+        ei = expected_improvement(model, at, best)
         for guard in guards:
-            ei = ei * guard.probability(x) * np.where(guard.met(x), 1.0, _BREAKS_LIMIT)
+            ei = ei * guard.probability(at) * np.where(guard.met(at), 1.0, _BREAKS_LIMIT)
+        if fidelity is not None:
+            # A short run the model cannot tell from one made is a replicate in all but name.
+            ei = ei * fidelity.weight(model, x) * ~indistinguishable(model, x)
         return ei
 
     return score
@@ -438,6 +525,7 @@ class _Incumbent:
         model: GaussianProcessRegressor,
         x: np.ndarray,
         guards: Sequence[_Guard],
+        counted: np.ndarray | None = None,
         risk: float = 0.0,
     ) -> _Incumbent:
         keys = [space.key(c) for c in observed]
@@ -457,6 +545,8 @@ class _Incumbent:
             runner = (observed[distinct[j]], float(mean[j]), float(sd[j]))
         config = observed[distinct[top]]
         mine = [i for i, k in enumerate(keys) if k == keys[distinct[top]]]
+        if counted is not None and counted[mine].any():
+            mine = [i for i in mine if counted[i]]
         return cls(
             config=config,
             mean=float(mean[top]),
@@ -468,8 +558,8 @@ class _Incumbent:
             leaders=tuple(observed[distinct[int(i)]] for i in order[:_LEADERS]),
         )
 
-    def recommendation(self, space: FactorSpace, sign: float) -> Recommendation:
-        """The incumbent as the answer to deploy, with the sentence that says why."""
+    def recommendation(self, space: FactorSpace, sign: float, note: str = "") -> Recommendation:
+        """The incumbent as the answer to deploy, with the sentences that say why (and `note`)."""
         where = describe_config(self.config, space.units)
         limits = ", predicted to meet every limit," if self.meets_limits else ""
         reason = (
@@ -479,6 +569,7 @@ class _Incumbent:
             " The model weighs every run nearby and counts its own uncertainty against a"
             " configuration, so one lucky measurement does not make it the answer."
         )
+        reason += note
         return Recommendation(
             config=dict(self.config),
             predicted=sign * self.mean,
@@ -514,12 +605,12 @@ class _Incumbent:
         )
         return self.measured_again(sign, reason)
 
-    def measured_again(self, sign: float, reason: str) -> Suggestion:
+    def measured_again(self, sign: float, reason: str, point_type: str = "replicate") -> Suggestion:
         """A replicate of this configuration, for `reason`."""
         return Suggestion(
             config=dict(self.config),
             strategy="bayes",
-            point_type="replicate",
+            point_type=point_type,
             reason=reason,
             predicted=sign * self.mean,
             uncertainty=self.sd,
@@ -569,11 +660,19 @@ class _Pool:
         observed: Sequence[Config],
         seed: int,
         size: int,
+        fidelity: Fidelity | None,
     ) -> None:
         self.space = space
         self.encoder = encoder
         self.constraints = list(constraints)
-        self.lattice = Lattice(space, candidate_values(space, observed))
+        values = candidate_values(space, observed)
+        # The fidelity keeps to its ladder: the search's +-1 neighbours would leave it.
+        self.ladder: tuple[int, int] | None = None
+        if fidelity is not None:
+            f = space.names.index(fidelity.factor.name)
+            values[f] = fidelity.ladder()
+            self.ladder = (f, len(values[f]))
+        self.lattice = Lattice(space, values)
         if self.lattice.size <= MAX_SCORED:
             # The whole lattice is scored: no starts, only a check for an allowed point.
             self.starts = np.empty((0, len(space)), dtype=int)
@@ -607,6 +706,9 @@ class _Pool:
 
         def scored(index: np.ndarray) -> np.ndarray:
             keep = self._allowed(self.lattice.natural(index)) & ~_rows_in(index, excluded_index)
+            if self.ladder is not None:
+                f, rungs = self.ladder
+                keep &= index[:, f] < rungs  # the lattice appends values off the ladder
             scores = np.full(len(index), -np.inf)
             if keep.any():
                 scores[keep] = score(self.encoder.gathered(self.lattice.values, index[keep]))

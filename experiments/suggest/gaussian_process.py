@@ -49,10 +49,12 @@ __all__ = [
     "expected_improvement",
     "fit",
     "indistinguishable",
+    "length_scales",
     "mean_and_sd",
     "noise_variance",
     "one_blas_thread",
     "refit",
+    "run_correlation",
     "signal_variance",
     "training_rows",
 ]
@@ -130,6 +132,10 @@ class Encoder:
             columns = [np.array(values[i], float)[index[:, i]] for i in self._load.factors]
             blocks.append(self._load.features(columns))
         return np.hstack(blocks)
+
+    def column_of(self, i: int) -> int:
+        """The first feature column of factor `i` (a category takes one column per level)."""
+        return sum(len(f.levels or ()) if not f.is_numeric else 1 for f in self.factors[:i])
 
     def block(self, i: int, values: Sequence[Value]) -> np.ndarray:
         """The feature columns of factor `i` for these values."""
@@ -315,6 +321,11 @@ def signal_variance(model: GaussianProcessRegressor) -> float:
     return float(model.kernel_.k1.k1.constant_value)
 
 
+def length_scales(model: GaussianProcessRegressor) -> np.ndarray:
+    """The fitted length scale of every feature column, in coded units."""
+    return np.atleast_1d(np.asarray(model.kernel_.k1.k2.length_scale, dtype=float))
+
+
 def _posterior(
     model: GaussianProcessRegressor, x: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -332,6 +343,28 @@ def _posterior(
     v = scipy.linalg.solve_triangular(model.L_, cross.T, lower=True, check_finite=False)
     variance = np.maximum(signal - np.einsum("ij,ij->j", v, v), 0.0)
     return mean, np.sqrt(variance) * scale, cross.max(axis=1) / signal
+
+
+def run_correlation(model: GaussianProcessRegressor, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The posterior correlation between a run at each row of `a` (its noise included) and the
+    mean response at the same row of `b`: how much measuring the one teaches of the other,
+    given what the runs so far have taught already."""
+    signal, noise = signal_variance(model), noise_variance(model)
+    solved = [
+        scipy.linalg.solve_triangular(
+            model.L_, model.kernel_.k1(rows, model.X_train_).T, lower=True, check_finite=False
+        )
+        for rows in (a, b)
+    ]
+    scaled = (np.asarray(a) - np.asarray(b)) / length_scales(model)
+    r = math.sqrt(5.0) * np.sqrt(np.sum(scaled**2, axis=1))
+    prior = signal * (1.0 + r + r**2 / 3.0) * np.exp(-r)  # the Matern 5/2 kernel
+    covariance = prior - np.einsum("ij,ij->j", *solved)
+    var_a = np.maximum(signal - np.einsum("ij,ij->j", solved[0], solved[0]), 0.0) + noise
+    var_b = np.maximum(signal - np.einsum("ij,ij->j", solved[1], solved[1]), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        correlation = covariance / np.sqrt(var_a * var_b)
+    return np.clip(np.nan_to_num(correlation), 0.0, 1.0)
 
 
 def mean_and_sd(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

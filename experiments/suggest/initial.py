@@ -72,21 +72,26 @@ def space_filling(
     reason: str,
     already: Sequence[Mapping[str, Value]] = (),
 ) -> list[Suggestion]:
-    """A maximin Latin hypercube of `runs` points, without configurations run already."""
+    """A maximin Latin hypercube of `runs` points, without configurations run already; with a
+    fidelity, all but the last at its shortest length."""
     design = plan(space, DesignRequest(kind="latin_hypercube", runs=runs, seed=seed), constraints)
+    points = [(dict(p.config), p.point_type) for p in design.points]
+    length = space.fidelity
+    if length is not None:
+        # Short runs are cheap: the start measures every point at the shortest length, and the
+        # last at the full one, so the model sees what the length changes from the start.
+        for i, (config, _) in enumerate(points):
+            config[length.name] = length.decode(1.0 if i == len(points) - 1 else -1.0)
     seen = {space.key(c) for c in already}
     picked = []
-    for point in design.points:
-        key = space.key(point.config)
+    for config, point_type in points:
+        key = space.key(config)
         if key not in seen:
             seen.add(key)
-            picked.append(point)
-    return [
-        Suggestion(
-            config=dict(p.config), strategy="initial", point_type=p.point_type, reason=reason
-        )
-        for p in picked
-    ]
+            picked.append(
+                Suggestion(config=config, strategy="initial", point_type=point_type, reason=reason)
+            )
+    return picked
 
 
 def initial_runs(space: FactorSpace) -> int:

@@ -321,3 +321,48 @@ async def test_restart_replicates_is_refused_where_the_nodes_cannot_restart(api)
     error = response.json()["detail"][0]
     assert error["loc"][-1] == "restart_replicates"
     assert "target 'dc' cannot restart its nodes" in error["msg"]
+
+
+async def test_a_loop_runs_short_trials_of_a_fidelity_and_recommends_at_its_full_length(api):
+    runtime = {"name": "runtime_s", "kind": "integer", "low": 10, "high": 120, "fidelity": True}
+    spec = manual_spec() | {"factors": [*FACTORS, runtime]}
+    experiment = (await api.post("/experiments", json=spec)).json()
+    assert [f["fidelity"] for f in experiment["factors"]] == [False, False, True]
+    experiment_id = experiment["id"]
+    started = await api.post(
+        f"/experiments/{experiment_id}/optimize", json={"strategy": "auto", "budget": 16}
+    )
+    assert started.status_code == 202, started.text
+    assert "runtime_s is the trials' length" in started.json()["explanation"]
+    for _ in range(20):
+        detail = (await api.get(f"/experiments/{experiment_id}")).json()
+        if detail["optimization"]["status"] != "running":
+            break
+        trials = (await api.get(f"/experiments/{experiment_id}/trials")).json()
+        await observe(api, experiment_id, [t["config"] for t in trials if t["status"] == "pending"])
+    loop = detail["optimization"]
+    assert loop["status"] == "stopped" and loop["trials_used"] == 16
+    trials = (await api.get(f"/experiments/{experiment_id}/trials")).json()
+    lengths = [t["config"]["runtime_s"] for t in trials]
+    assert min(lengths) < 120 and sum(lengths) < 16 * 120
+    recommended = loop["recommendation"]
+    assert (
+        recommended["config"]["runtime_s"] == 120
+        and "the full measurement" in (recommended["reason"])
+    )
+    run = [t["config"] | {"runtime_s": 120} for t in trials]
+    assert recommended["config"] in run  # a configuration the loop ran, judged at full length
+
+
+async def test_a_second_fidelity_or_a_categorical_one_is_refused(api):
+    runtime = {"name": "runtime_s", "kind": "integer", "low": 10, "high": 120, "fidelity": True}
+    for factors, field in [
+        ([*FACTORS, runtime, runtime | {"name": "warmup_s"}], ["factors", 3, "fidelity"]),
+        (
+            [{"name": "mode", "kind": "categorical", "levels": ["a"], "fidelity": True}],
+            ["factors", 0, "fidelity"],
+        ),
+    ]:
+        refused = await api.post("/experiments", json=manual_spec() | {"factors": factors})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"][0]["loc"][1:] == field

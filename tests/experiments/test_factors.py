@@ -81,12 +81,29 @@ def test_integer_rounding_is_half_up():
         ({"name": "x", "levels": [0, 4], "scale": "log2"}, "factors.0.levels", "above 0"),
         ({"name": "x", "low": 1, "high": 2, "scale": "ln"}, "factors.0.scale", "one of"),
         ({"name": "x", "low": float("nan"), "high": 2}, "factors.0.low", "finite"),
+        (
+            {"name": "x", "kind": "categorical", "levels": ["a"], "fidelity": True},
+            "factors.0.fidelity",
+            "numeric factor above 0",
+        ),
+        ({"name": "x", "low": 0, "high": 2, "fidelity": True}, "factors.0.fidelity", "above 0"),
     ],
 )
 def test_bad_factors_name_the_field_and_rule(raw: dict, field: str, words: str):
     with pytest.raises(DomainError) as error:
         FactorSpace.from_dicts([raw])
     assert error.value.field == field and words in error.value.rule
+
+
+def test_one_factor_at_most_is_the_fidelity_and_it_survives_the_round_trip():
+    runtime = {"name": "runtime_s", "kind": "integer", "low": 10, "high": 120, "fidelity": True}
+    space = FactorSpace.from_dicts([{"name": "nodes", "low": 1, "high": 9}, runtime])
+    assert space.fidelity is space["runtime_s"] and space["nodes"].fidelity is False
+    assert FactorSpace.from_dicts(space.to_dicts()) == space
+    assert FactorSpace.from_dicts([{"name": "nodes", "low": 1, "high": 9}]).fidelity is None
+    with pytest.raises(DomainError) as error:
+        FactorSpace.from_dicts([runtime, runtime | {"name": "warmup_s"}])
+    assert error.value.field == "factors.1.fidelity" and "only one" in error.value.rule
 
 
 def test_a_config_is_checked_against_every_factor():
