@@ -49,7 +49,6 @@ __all__ = [
     "expected_improvement",
     "fit",
     "indistinguishable",
-    "length_scales",
     "mean_and_sd",
     "noise_variance",
     "one_blas_thread",
@@ -321,7 +320,7 @@ def signal_variance(model: GaussianProcessRegressor) -> float:
     return float(model.kernel_.k1.k1.constant_value)
 
 
-def length_scales(model: GaussianProcessRegressor) -> np.ndarray:
+def _length_scales(model: GaussianProcessRegressor) -> np.ndarray:
     """The fitted length scale of every feature column, in coded units."""
     return np.atleast_1d(np.asarray(model.kernel_.k1.k2.length_scale, dtype=float))
 
@@ -356,7 +355,7 @@ def run_correlation(model: GaussianProcessRegressor, a: np.ndarray, b: np.ndarra
         )
         for rows in (a, b)
     ]
-    scaled = (np.asarray(a) - np.asarray(b)) / length_scales(model)
+    scaled = (np.asarray(a) - np.asarray(b)) / _length_scales(model)
     r = math.sqrt(5.0) * np.sqrt(np.sum(scaled**2, axis=1))
     prior = signal * (1.0 + r + r**2 / 3.0) * np.exp(-r)  # the Matern 5/2 kernel
     covariance = prior - np.einsum("ij,ij->j", *solved)
