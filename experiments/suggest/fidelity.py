@@ -81,13 +81,10 @@ class Fidelity:
 
     def cost(self, coded: np.ndarray) -> np.ndarray:
         """Seconds a trial takes at each coded length."""
-        low, high = (self._scale(b) for b in self.factor.bounds)
-        scaled = (low + high) / 2.0 + coded * (high - low) / 2.0
-        natural = np.exp2(scaled) if self.factor.scale == "log2" else scaled
-        return natural + TRIAL_OVERHEAD_S
-
-    def _scale(self, value: float) -> float:
-        return math.log2(value) if self.factor.scale == "log2" else value
+        # Candidates hold a few distinct lengths (the ladder): decode each once.
+        lengths, where = np.unique(np.asarray(coded, dtype=float), return_inverse=True)
+        natural = np.array([self.factor.unrounded(float(c)) for c in lengths])
+        return natural[where.ravel()] + TRIAL_OVERHEAD_S
 
     def weight(self, model: GaussianProcessRegressor, x: np.ndarray) -> np.ndarray:
         """What a run at each row's length is worth against a full one, per second: its

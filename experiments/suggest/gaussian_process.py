@@ -325,6 +325,14 @@ def _length_scales(model: GaussianProcessRegressor) -> np.ndarray:
     return np.atleast_1d(np.asarray(model.kernel_.k1.k2.length_scale, dtype=float))
 
 
+def _solved(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The signal kernel between the rows of `x` and the training rows, and the triangular
+    solve of it against the training covariance's Cholesky factor (what the posterior's mean,
+    variance and covariances are made of)."""
+    cross = model.kernel_.k1(x, model.X_train_)
+    return cross, scipy.linalg.solve_triangular(model.L_, cross.T, lower=True, check_finite=False)
+
+
 def _posterior(
     model: GaussianProcessRegressor, x: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -335,11 +343,10 @@ def _posterior(
     # Why the private attributes: predict() would evaluate the kernel a second time, and the
     # correlations are what the near-repeat rule needs; the white term is zero off the
     # training rows, so the cross-covariance is the signal kernel's.
-    cross = model.kernel_.k1(x, model.X_train_)
+    cross, v = _solved(model, x)
     scale = float(np.atleast_1d(model._y_train_std)[0])
     offset = float(np.atleast_1d(model._y_train_mean)[0])
     mean = (cross @ np.ravel(model.alpha_)) * scale + offset
-    v = scipy.linalg.solve_triangular(model.L_, cross.T, lower=True, check_finite=False)
     variance = np.maximum(signal - np.einsum("ij,ij->j", v, v), 0.0)
     return mean, np.sqrt(variance) * scale, cross.max(axis=1) / signal
 
@@ -349,12 +356,7 @@ def run_correlation(model: GaussianProcessRegressor, a: np.ndarray, b: np.ndarra
     mean response at the same row of `b`: how much measuring the one teaches of the other,
     given what the runs so far have taught already."""
     signal, noise = signal_variance(model), noise_variance(model)
-    solved = [
-        scipy.linalg.solve_triangular(
-            model.L_, model.kernel_.k1(rows, model.X_train_).T, lower=True, check_finite=False
-        )
-        for rows in (a, b)
-    ]
+    solved = [_solved(model, rows)[1] for rows in (a, b)]
     scaled = (np.asarray(a) - np.asarray(b)) / _length_scales(model)
     r = math.sqrt(5.0) * np.sqrt(np.sum(scaled**2, axis=1))
     prior = signal * (1.0 + r + r**2 / 3.0) * np.exp(-r)  # the Matern 5/2 kernel
