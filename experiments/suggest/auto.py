@@ -370,7 +370,7 @@ class Auto(Strategy):
         else:
             explanation = f"Bayesian optimization: {why}."
         return (
-            self.like(Bayes)
+            self.like(Bayes, budget=self.budget)
             .fit(self.runs)
             .batch(count, strategy=self.name, explanation=explanation)
         )

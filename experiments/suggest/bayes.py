@@ -47,6 +47,13 @@ scored by EI at the full length weighed by what a run at their length is worth p
 configurations are judged, recommended and held to the limits at the full length; and a
 recommendation that only shorter runs have measured is measured at the full length first.
 
+Near the end of a budget (`budget_left`, the last `FINAL_SHARE` of the trials) what counts is
+that the configuration recommended at the end is truly the best, so the first pick of a batch
+is the run of greatest knowledge gradient (`experiments.suggest.knowledge_gradient`: the
+expected gain in the true value of the recommendation) among a replicate of each contender and
+the configuration of highest expected improvement; the replicate and challenge rules above
+give way to it.
+
 A batch of q points is chosen by the kriging believer: after each pick its predicted mean is
 added as if observed and the model is refitted with the same hyperparameters, which shrinks the
 uncertainty around it and pushes the next pick elsewhere.
@@ -80,12 +87,22 @@ from experiments.suggest.gaussian_process import (
     mean_and_sd,
     noise_variance,
     one_blas_thread,
+    posterior_covariance,
     refit,
     signal_variance,
     training_rows,
 )
+from experiments.suggest.knowledge_gradient import recommendation_gain
 
-__all__ = ["MAX_SCORED", "MODEL_NAME", "bayes", "bayes_batch", "predict", "recommend"]
+__all__ = [
+    "FINAL_SHARE",
+    "MAX_SCORED",
+    "MODEL_NAME",
+    "bayes",
+    "bayes_batch",
+    "predict",
+    "recommend",
+]
 
 # The lattice is scored whole up to this many points (expected improvement is costly), else
 # searched coordinate-wise from the best quasi-random starts.
@@ -114,6 +131,11 @@ RECOMMENDATION_RISK = 1.0
 # Expected improvement is searched from this many of the best configurations run, besides the
 # quasi-random starts: it often peaks beside them.
 _LEADERS = 3
+# The last share of a budget's trials in which the first pick of a batch is chosen for the
+# recommendation at the end (the knowledge gradient), and how many of the configurations run,
+# best first by the recommendation's judgement, contend for it.
+FINAL_SHARE = 0.2
+_CONTENDERS = 16
 # The share of its score a candidate keeps when its predicted means break a limit.
 _BREAKS_LIMIT = 1e-6
 
@@ -133,12 +155,14 @@ def bayes(
     point_types: Sequence[str] = (),
     seed: int = 0,
     candidates: int = 4096,
+    budget_left: int | None = None,
 ) -> list[Suggestion]:
     """Up to `count` configurations of highest expected improvement, chosen as one batch.
 
     `configs` and `values` are the runs so far (one response value per run); `responses` holds
     the values of every limited response, one per run; `failed` lists configurations whose
-    trials failed; `point_types` says what each run was (replicates are spaced out by them).
+    trials failed; `point_types` says what each run was (replicates are spaced out by them);
+    `budget_left` is how many trials the caller can still afford (None: unlimited).
     Every suggestion is a valid configuration of `space` meeting every factor
     constraint. Fewer than `count` come back only when fewer unrun configurations remain.
     Raises DomainError on bad input, or when no configuration meets the constraints or every
@@ -157,6 +181,7 @@ def bayes(
         point_types=point_types,
         seed=seed,
         candidates=candidates,
+        budget_left=budget_left,
     )[0]
 
 
@@ -175,6 +200,7 @@ def bayes_batch(
     point_types: Sequence[str] = (),
     seed: int = 0,
     candidates: int = 4096,
+    budget_left: int | None = None,
 ) -> tuple[list[Suggestion], Recommendation]:
     """`bayes` and, from the same model, the configuration to deploy now (`recommend`)."""
     observed, y = _checked_runs(space, configs, values)
@@ -183,10 +209,17 @@ def bayes_batch(
         raise DomainError("count", "must be a whole number of at least 1")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 16:
         raise DomainError("candidates", "must be a whole number of at least 16")
+    if budget_left is not None and (
+        isinstance(budget_left, bool) or not isinstance(budget_left, int) or budget_left < 1
+    ):
+        raise DomainError("budget_left", "must be a whole number of at least 1")
     sign = 1.0 if goal == "maximize" else -1.0
     fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
     pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates, fitted.fidelity)
-    suggestions = _batch(fitted, pool, sign, count, list(point_types))
+    final = budget_left is not None and budget_left <= FINAL_SHARE * (
+        len(observed) + len(failed) + budget_left
+    )
+    suggestions = _batch(fitted, pool, sign, count, list(point_types), final)
     if not suggestions:
         raise DomainError(
             "configs",
@@ -359,12 +392,61 @@ class _Fitted:
         )
         return top.measured_again(sign, reason)
 
+    def final_run(self, pick: list[Value], sign: float) -> Suggestion | None:
+        """A run of the contender whose measurement is expected to raise the true value of the
+        recommendation most (the knowledge gradient), when that beats a run of `pick` (the
+        point of highest expected improvement); None when it does not. With a fidelity the
+        contenders run at the full length, and gains are compared per second of trial."""
+        space, encoder, contenders = self.space, self.encoder, self.deploy.ranked
+        rows = encoder.features([[c[n] for n in space.names] for c in contenders])
+        run = encoder.features([pick])
+        judged = run if self.fidelity is None else self.fidelity.targeted(run)
+        mean, covariance, noise = posterior_covariance(self.model, np.vstack([rows, judged, run]))
+        variance, m = np.diag(covariance), len(contenders)
+        gains = [
+            recommendation_gain(
+                mean[:m], variance[:m], covariance[:m, j], variance[j] + noise, RECOMMENDATION_RISK
+            )
+            for j in range(m)
+        ]
+        # The pick contends too once run, unless its predicted means break a limit.
+        members = list(range(m + 1)) if all(g.met(judged)[0] for g in self.guards) else [*range(m)]
+        pick_gain = recommendation_gain(
+            mean[members],
+            variance[members],
+            covariance[members, m + 1],
+            variance[m + 1] + noise,
+            RECOMMENDATION_RISK,
+        )
+        if self.fidelity is not None:
+            cost = self.fidelity.cost(np.array([1.0, run[0, self.fidelity.column]]))
+            pick_gain *= float(cost[0] / cost[1])
+        j = int(np.argmax(gains)) if gains else 0
+        if not gains or gains[j] <= pick_gain:
+            return None
+        config, sd = contenders[j], math.sqrt(max(float(variance[j]), 0.0))
+        again = space.key(config) in self.measured
+        what = "again" if again else "at the full length"
+        per = "" if self.fidelity is None else " per second of trial"
+        reason = (
+            f"Measure {describe_config(config, space.units)} {what}: the budget is nearly spent,"
+            " and what counts now is that the configuration recommended at the end is truly the"
+            " best. Of the runs that could come next, this one is expected to raise the true"
+            f" value of that recommendation most{per} ({format_value(gains[j])}, against"
+            f" {format_value(pick_gain)} for the run of highest expected improvement): what it"
+            " measures tells the model most about which of the configurations run is truly best"
+            f" (its mean there is {format_value(sign * mean[j])} ± {format_value(sd)})."
+        )
+        point_type = "replicate" if again else "full_length"
+        return _measured_again(config, sign * float(mean[j]), sd, reason, point_type)
+
 
 def _batch(
-    fitted: _Fitted, pool: _Pool, sign: float, count: int, point_types: list[str]
+    fitted: _Fitted, pool: _Pool, sign: float, count: int, point_types: list[str], final: bool
 ) -> list[Suggestion]:
     """Up to `count` picks by the kriging believer, led by a replicate of an uncertain
-    incumbent when one is due."""
+    incumbent when one is due, or, in the `final` share of the budget, by the replicate of the
+    knowledge gradient when it beats the first pick's."""
     space, encoder, guards, incumbent = (
         fitted.space,
         fitted.encoder,
@@ -374,10 +456,12 @@ def _batch(
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
     current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
-    fidelity = fitted.fidelity
-    first = pool.best(_scorer(current, best, guards, fidelity), excluded, incumbent.leaders)
+    fidelity, leaders = fitted.fidelity, incumbent.ranked[:_LEADERS]
+    first = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
     replicate = fitted.promotion(sign)
-    if replicate is None and first is not None and fitted.judged:
+    if replicate is None and first is not None and fitted.judged and final:
+        replicate = fitted.final_run(first[0], sign)
+    elif replicate is None and first is not None and fitted.judged:
         if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
             replicate = fitted.challenge(sign)
         if replicate is None and "replicate" not in point_types[-_REPLICATE_SPACING:]:
@@ -389,7 +473,7 @@ def _batch(
         xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
         current = refit(current, xs, ts)
     while len(suggestions) < count:
-        pick = pool.best(_scorer(current, best, guards, fidelity), excluded, incumbent.leaders)
+        pick = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
         if pick is None:
             break
         row, ei = pick
@@ -514,7 +598,9 @@ class _Incumbent:
     observed: float  # the mean of its measurements (maximized sense)
     runner_up: tuple[Config, float, float] | None
     meets_limits: bool
-    leaders: tuple[Config, ...]  # the best few by the same judgement, where EI's search starts
+    # The best by the same judgement, at most _CONTENDERS, that meet the limits when any does:
+    # where EI's search starts and what contends for the recommendation at a budget's end.
+    ranked: tuple[Config, ...]
 
     @classmethod
     def of(
@@ -555,7 +641,9 @@ class _Incumbent:
             observed=float(np.mean(target[mine])),
             runner_up=runner,
             meets_limits=bool(ok[top]) and bool(guards),
-            leaders=tuple(observed[distinct[int(i)]] for i in order[:_LEADERS]),
+            ranked=tuple(
+                observed[distinct[int(i)]] for i in order[:_CONTENDERS] if np.isfinite(mean_ok[i])
+            ),
         )
 
     def recommendation(self, space: FactorSpace, sign: float, note: str = "") -> Recommendation:
@@ -607,16 +695,23 @@ class _Incumbent:
 
     def measured_again(self, sign: float, reason: str, point_type: str = "replicate") -> Suggestion:
         """A replicate of this configuration, for `reason`."""
-        return Suggestion(
-            config=dict(self.config),
-            strategy="bayes",
-            point_type=point_type,
-            reason=reason,
-            predicted=sign * self.mean,
-            uncertainty=self.sd,
-            expected_improvement=None,
-            predicted_by=MODEL_NAME,
-        )
+        return _measured_again(self.config, sign * self.mean, self.sd, reason, point_type)
+
+
+def _measured_again(
+    config: Config, predicted: float, sd: float, reason: str, point_type: str
+) -> Suggestion:
+    """A run of a configuration measured before (or, with a fidelity, at another length)."""
+    return Suggestion(
+        config=dict(config),
+        strategy="bayes",
+        point_type=point_type,
+        reason=reason,
+        predicted=predicted,
+        uncertainty=sd,
+        expected_improvement=None,
+        predicted_by=MODEL_NAME,
+    )
 
 
 def _limit_values(

@@ -52,6 +52,7 @@ __all__ = [
     "mean_and_sd",
     "noise_variance",
     "one_blas_thread",
+    "posterior_covariance",
     "refit",
     "run_correlation",
     "signal_variance",
@@ -344,11 +345,31 @@ def _posterior(
     # correlations are what the near-repeat rule needs; the white term is zero off the
     # training rows, so the cross-covariance is the signal kernel's.
     cross, v = _solved(model, x)
-    scale = float(np.atleast_1d(model._y_train_std)[0])
-    offset = float(np.atleast_1d(model._y_train_mean)[0])
-    mean = (cross @ np.ravel(model.alpha_)) * scale + offset
     variance = np.maximum(signal - np.einsum("ij,ij->j", v, v), 0.0)
-    return mean, np.sqrt(variance) * scale, cross.max(axis=1) / signal
+    return _mean(model, cross), np.sqrt(variance) * _scale(model), cross.max(axis=1) / signal
+
+
+def _scale(model: GaussianProcessRegressor) -> float:
+    """The response's standard deviation, by which the model normalized it."""
+    return float(np.atleast_1d(model._y_train_std)[0])
+
+
+def _mean(model: GaussianProcessRegressor, cross: np.ndarray) -> np.ndarray:
+    """The posterior mean response, in its units, from the signal kernel to the training rows."""
+    offset = float(np.atleast_1d(model._y_train_mean)[0])
+    return (cross @ np.ravel(model.alpha_)) * _scale(model) + offset
+
+
+def posterior_covariance(
+    model: GaussianProcessRegressor, x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The posterior mean and covariance of the mean response at the rows of `x`, and the
+    run-to-run noise variance (a run's covariance adds it on the diagonal), in the response's
+    units."""
+    cross, v = _solved(model, x)
+    squared = _scale(model) ** 2
+    covariance = (model.kernel_.k1(x) - v.T @ v) * squared
+    return _mean(model, cross), covariance, noise_variance(model) * squared
 
 
 def run_correlation(model: GaussianProcessRegressor, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -111,6 +111,7 @@ class Bayes(Strategy):
             failed=runs.failed,
             point_types=runs.types,
             seed=self.seed,
+            budget_left=self.budget,
         )
         gains = [s.expected_improvement for s in found if s.expected_improvement is not None]
         return Plan(

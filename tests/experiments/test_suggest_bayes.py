@@ -3,6 +3,7 @@ suggestion (ranges, integers, levels, constraints), batches, categories and spee
 
 import itertools
 import math
+import re
 import time
 
 import numpy as np
@@ -182,6 +183,8 @@ def test_every_configuration_run_already_is_refused():
         ({"goal": "biggest"}, "goal"),
         ({"count": 0}, "count"),
         ({"candidates": 3}, "candidates"),
+        ({"budget_left": 0}, "budget_left"),
+        ({"budget_left": 2.5}, "budget_left"),
     ],
 )
 def test_bad_options_are_refused(options, field):
@@ -342,6 +345,50 @@ def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
             )
             assert later.point_type == "bayes"
     assert len(challenged) >= 3
+
+
+def noisy_bowl_runs(seed: int, noise: float) -> tuple[list[dict], list[float]]:
+    rng = np.random.default_rng(seed)
+    configs = random_configs(rng)
+    return configs, [bowl(c) + rng.normal(0, noise) for c in configs]
+
+
+def test_at_the_end_of_a_budget_a_contender_is_measured_again_when_that_is_worth_most():
+    # Thirty noisy runs with three trials of the budget left (the last fifth): where a replicate
+    # of a contender is expected to raise the true value of the final recommendation more than
+    # any new configuration, it comes first; the same runs with no budget, or without noise,
+    # never get that reason.
+    final = 0
+    for seed in range(6):
+        configs, values = noisy_bowl_runs(seed, noise=150.0)
+        (first,) = bayes(NODES_THREADS, configs, values, seed=seed, budget_left=3)
+        (unlimited,) = bayes(NODES_THREADS, configs, values, seed=seed)
+        assert "budget is nearly spent" not in unlimited.reason
+        if "budget is nearly spent" not in first.reason:
+            assert first.point_type == "bayes"
+            continue
+        final += 1
+        gain, new = (
+            float(g) for g in re.findall(r"most \((\S+), against (\S+) for", first.reason)[0]
+        )
+        assert first.point_type == "replicate" and first.config in configs and gain > new >= 0.0
+        assert first.predicted is not None and first.uncertainty > 0
+        # Far from the end (3 of 100 trials spent) the usual rules hold.
+        (early,) = bayes(NODES_THREADS, configs, values, seed=seed, budget_left=97)
+        assert "budget is nearly spent" not in early.reason
+    assert final >= 2
+    for seed in range(3):
+        configs, values = noisy_bowl_runs(seed, noise=0.0)
+        (first,) = bayes(NODES_THREADS, configs, values, seed=seed, budget_left=1)
+        assert first.point_type == "bayes" and first.config not in configs
+
+
+def test_the_loop_passes_the_budget_on_to_bayesian_optimization():
+    configs, values = noisy_bowl_runs(0, noise=150.0)
+    runs = Runs(configs=configs, values=values)
+    for strategy in ("bayes", "auto"):
+        plan = next_batch(strategy, NODES_THREADS, runs, budget_left=3, seed=0)
+        assert "budget is nearly spent" in plan.suggestions[0].reason
 
 
 def test_a_point_is_indistinguishable_from_a_run_only_when_noise_hides_the_difference():

@@ -176,3 +176,23 @@ def test_the_analysis_optimum_holds_the_fidelity_at_its_full_length():
     model = analysis.fit(SPACE, configs, values, model="quadratic")
     assert model.optimum.config["runtime_s"] == 120
     assert "runtime_s" not in model.optimum.on_edge
+
+
+def test_at_the_end_of_a_budget_contenders_are_measured_at_the_full_length():
+    # A noisy closed loop of 24 trials told how many remain: in the last fifth the runs chosen
+    # for the final recommendation are full-length ones, and what is deployed is judged there.
+    rng = np.random.default_rng(0)
+    configs, values = list(START), [stall(c) + rng.normal(0, 40) for c in START]
+    final = []
+    for left in range(24, 0, -1):
+        (s,) = bayes(SPACE, configs, values, seed=0, budget_left=left)
+        if "budget is nearly spent" in s.reason:
+            assert left <= 0.2 * (len(configs) + left)
+            final.append(s)
+        configs.append(s.config)
+        values.append(stall(s.config) + rng.normal(0, 40))
+    assert final and all(s.config["runtime_s"] == 120 for s in final)
+    assert all("per second of trial" in s.reason for s in final)
+    found = recommend(SPACE, configs, values)
+    assert found.config["runtime_s"] == 120
+    assert stall(found.config) >= 0.97 * stall(OPTIMUM | {"runtime_s": 120})
