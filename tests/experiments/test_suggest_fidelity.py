@@ -8,7 +8,7 @@ import pytest
 from experiments import analysis
 from experiments.factors import FactorSpace
 from experiments.suggest import Runs, suggest
-from experiments.suggest.bayes import bayes, recommend
+from experiments.suggest.bayes import FINAL_SHARE, bayes, recommend
 from experiments.suggest.fidelity import TRIAL_OVERHEAD_S, Fidelity
 from experiments.suggest.gaussian_process import Encoder, fit, run_correlation
 
@@ -187,7 +187,7 @@ def test_at_the_end_of_a_budget_contenders_are_measured_at_the_full_length():
     for left in range(24, 0, -1):
         (s,) = bayes(SPACE, configs, values, seed=0, budget_left=left)
         if "budget is nearly spent" in s.reason:
-            assert left <= 0.2 * (len(configs) + left)
+            assert left <= FINAL_SHARE * (len(configs) + left)
             final.append(s)
         configs.append(s.config)
         values.append(stall(s.config) + rng.normal(0, 40))
