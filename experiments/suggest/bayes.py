@@ -205,14 +205,10 @@ def bayes_batch(
     """`bayes` and, from the same model, the configuration to deploy now (`recommend`)."""
     observed, y = _checked_runs(space, configs, values)
     check_goal(goal)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise DomainError("count", "must be a whole number of at least 1")
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 16:
-        raise DomainError("candidates", "must be a whole number of at least 16")
-    if budget_left is not None and (
-        isinstance(budget_left, bool) or not isinstance(budget_left, int) or budget_left < 1
-    ):
-        raise DomainError("budget_left", "must be a whole number of at least 1")
+    _check_at_least("count", count, 1)
+    _check_at_least("candidates", candidates, 16)
+    if budget_left is not None:
+        _check_at_least("budget_left", budget_left, 1)
     sign = 1.0 if goal == "maximize" else -1.0
     fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
     pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates, fitted.fidelity)
@@ -410,7 +406,7 @@ class _Fitted:
             for j in range(m)
         ]
         # The pick contends too once run, unless its predicted means break a limit.
-        members = list(range(m + 1)) if all(g.met(judged)[0] for g in self.guards) else [*range(m)]
+        members = list(range(m + 1 if all(g.met(judged)[0] for g in self.guards) else m))
         pick_gain = recommendation_gain(
             mean[members],
             variance[members],
@@ -421,8 +417,9 @@ class _Fitted:
         if self.fidelity is not None:
             cost = self.fidelity.cost(np.array([1.0, run[0, self.fidelity.column]]))
             pick_gain *= float(cost[0] / cost[1])
-        j = int(np.argmax(gains)) if gains else 0
-        if not gains or gains[j] <= pick_gain:
+        # The contenders are never empty: the recommendation is always among them.
+        j = int(np.argmax(gains))
+        if gains[j] <= pick_gain:
             return None
         config, sd = contenders[j], math.sqrt(max(float(variance[j]), 0.0))
         again = space.key(config) in self.measured
@@ -842,6 +839,11 @@ def _sobol(lattice: Lattice, size: int, seed: int) -> list[list[int]]:
         warnings.simplefilter("ignore", UserWarning)  # a count not a power of two is fine here
         unit = sampler.random(size)
     return [lattice.nearest(2.0 * u - 1.0) for u in unit]
+
+
+def _check_at_least(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise DomainError(name, f"must be a whole number of at least {low}")
 
 
 def _checked_runs(

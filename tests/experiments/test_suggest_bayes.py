@@ -262,6 +262,12 @@ def random_configs(rng: np.random.Generator) -> list[dict]:
     ]
 
 
+def noisy_bowl_runs(seed: int, noise: float) -> tuple[list[dict], list[float]]:
+    rng = np.random.default_rng(seed)
+    configs = random_configs(rng)
+    return configs, [bowl(c) + rng.normal(0, noise) for c in configs]
+
+
 def noisy_plateau(noise: float) -> tuple[list[dict], list[float]]:
     """30 runs of a response that barely changes near its top, measured with `noise`."""
     rng = np.random.default_rng(3)
@@ -293,9 +299,7 @@ def test_the_recommendation_beats_the_luckiest_run_under_noise():
     # twenty seeds, deploying the recommendation loses much less than deploying the best run.
     recommended, luckiest = [], []
     for seed in range(20):
-        rng = np.random.default_rng(seed)
-        configs = random_configs(rng)
-        values = [bowl(c) + rng.normal(0, 150) for c in configs]
+        configs, values = noisy_bowl_runs(seed, noise=150.0)
         found = recommend(NODES_THREADS, configs, values, seed=seed)
         assert found.config in configs and found.predicted_by == "gaussian process"
         measured = [v for c, v in zip(configs, values, strict=True) if c == found.config]
@@ -345,12 +349,6 @@ def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
             )
             assert later.point_type == "bayes"
     assert len(challenged) >= 3
-
-
-def noisy_bowl_runs(seed: int, noise: float) -> tuple[list[dict], list[float]]:
-    rng = np.random.default_rng(seed)
-    configs = random_configs(rng)
-    return configs, [bowl(c) + rng.normal(0, noise) for c in configs]
 
 
 def test_at_the_end_of_a_budget_a_contender_is_measured_again_when_that_is_worth_most():
