@@ -33,8 +33,9 @@ with that budget. Tasks (problem, method, seed) run in `--jobs` processes with o
 
 Last, the issue's goals, each PASS or FAIL: on every problem the median rec. trials to 2 % of
 `auto` at most 0.5 x the best peer's and at most 25 on `simulated`; the recommendation at 40
-trials within 2 % in 90 % of seeds on `simulated` and within 5 % on `simulated_8pct`; a
-suggestion within 1 s at 60 runs and 5 s at 800 (timed here on the simulated cluster).
+trials within 2 % in 90 % of seeds on `simulated` and within 5 % on `simulated_8pct` (with the
+share's exact 95 % interval: a verdict on 20 seeds is only as sure as it says); a suggestion
+within 1 s at 60 runs and 5 s at 800 (timed here on the simulated cluster).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from scipy.stats import binomtest
 from threadpoolctl import threadpool_limits
 
 from experiments.factors import Config
@@ -451,7 +453,7 @@ def goals_table(
             table.add_row(
                 name,
                 f"rec. at 40 within {within:g} % in >= {GOAL_SHARE_AT_40:.0%} of seeds",
-                f"{hits}/{len(found)}",
+                share_with_interval(hits, len(found)),
                 verdict(hits >= GOAL_SHARE_AT_40 * len(found)),
             )
     for runs, seconds in (suggestion_seconds or {}).items():
@@ -463,6 +465,13 @@ def goals_table(
             verdict(seconds <= limit),
         )
     return table
+
+
+def share_with_interval(hits: int, seeds: int) -> str:
+    """`hits`/`seeds` with its exact (Clopper-Pearson) 95 % interval: with 20 seeds a share of
+    85 % is as consistent with the goal of 90 % as 95 % is, and the interval says so."""
+    interval = binomtest(hits, seeds).proportion_ci(0.95)
+    return f"{hits}/{seeds} (95 % CI {100 * interval.low:.0f}-{100 * interval.high:.0f} %)"
 
 
 def suggestion_seconds(runs: int, seed: int = 0) -> float:

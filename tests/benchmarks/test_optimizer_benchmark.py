@@ -15,6 +15,7 @@ from benchmarks.optimizer import (
     race,
     reused_results,
     run_all,
+    share_with_interval,
     summarize,
     trials_to,
     trials_to_stay,
@@ -107,6 +108,14 @@ def test_within_and_percent_for_both_goals():
     assert not minimize.within(minimize.optimum * 1.051, 5)
     assert minimize.percent_of_optimum(minimize.optimum * 2) == pytest.approx(50.0)
     assert maximize.percent_of_optimum(maximize.optimum / 2) == pytest.approx(50.0)
+
+
+def test_a_share_of_seeds_carries_its_exact_interval():
+    # Clopper-Pearson's closed forms at the ends: 0/n has upper bound 1 - 0.025^(1/n), n/n
+    # lower bound 0.025^(1/n); 0/10: 0-31 %, 10/10: 69-100 %.
+    assert share_with_interval(0, 10) == "0/10 (95 % CI 0-31 %)"
+    assert share_with_interval(10, 10) == "10/10 (95 % CI 69-100 %)"
+    assert share_with_interval(17, 20) == "17/20 (95 % CI 62-97 %)"
 
 
 def test_summary_is_median_and_quartiles():
