@@ -321,11 +321,6 @@ def signal_variance(model: GaussianProcessRegressor) -> float:
     return float(model.kernel_.k1.k1.constant_value)
 
 
-def _length_scales(model: GaussianProcessRegressor) -> np.ndarray:
-    """The fitted length scale of every feature column, in coded units."""
-    return np.atleast_1d(np.asarray(model.kernel_.k1.k2.length_scale, dtype=float))
-
-
 def _solved(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The signal kernel between the rows of `x` and the training rows, and the triangular
     solve of it against the training covariance's Cholesky factor (what the posterior's mean,
@@ -378,9 +373,10 @@ def run_correlation(model: GaussianProcessRegressor, a: np.ndarray, b: np.ndarra
     given what the runs so far have taught already."""
     signal, noise = signal_variance(model), noise_variance(model)
     solved = [_solved(model, rows)[1] for rows in (a, b)]
-    scaled = (np.asarray(a) - np.asarray(b)) / _length_scales(model)
-    r = math.sqrt(5.0) * np.sqrt(np.sum(scaled**2, axis=1))
-    prior = signal * (1.0 + r + r**2 / 3.0) * np.exp(-r)  # the Matern 5/2 kernel
+    # The kernel is stationary, so k(a_i, b_i) = k(a_i - b_i, 0): the prior covariance of each
+    # pair from the fitted kernel itself, without the n x n matrix of every pair.
+    difference = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    prior = model.kernel_.k1(difference, np.zeros((1, difference.shape[1])))[:, 0]
     covariance = prior - np.einsum("ij,ij->j", *solved)
     var_a = np.maximum(signal - np.einsum("ij,ij->j", solved[0], solved[0]), 0.0) + noise
     var_b = np.maximum(signal - np.einsum("ij,ij->j", solved[1], solved[1]), 0.0)
