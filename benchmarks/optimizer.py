@@ -468,8 +468,8 @@ def goals_table(
 
 
 def share_with_interval(hits: int, seeds: int) -> str:
-    """`hits`/`seeds` with its exact (Clopper-Pearson) 95 % interval: with 20 seeds a share of
-    85 % is as consistent with the goal of 90 % as 95 % is, and the interval says so."""
+    """`hits`/`seeds` with its exact (Clopper-Pearson) 95 % interval: on 20 seeds the intervals
+    of 17/20 (62-97 %) and of 19/20 (75-100 %) both hold a goal of 90 %."""
     interval = binomtest(hits, seeds).proportion_ci(0.95)
     return f"{hits}/{seeds} (95 % CI {100 * interval.low:.0f}-{100 * interval.high:.0f} %)"
 
