@@ -329,6 +329,11 @@ def _solved(model: GaussianProcessRegressor, x: np.ndarray) -> tuple[np.ndarray,
     return cross, scipy.linalg.solve_triangular(model.L_, cross.T, lower=True, check_finite=False)
 
 
+def _variance(signal: float, v: np.ndarray) -> np.ndarray:
+    """The posterior variance of the (normalized) mean at the rows whose `_solved` solve is `v`."""
+    return np.maximum(signal - np.einsum("ij,ij->j", v, v), 0.0)
+
+
 def _posterior(
     model: GaussianProcessRegressor, x: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -340,7 +345,7 @@ def _posterior(
     # correlations are what the near-repeat rule needs; the white term is zero off the
     # training rows, so the cross-covariance is the signal kernel's.
     cross, v = _solved(model, x)
-    variance = np.maximum(signal - np.einsum("ij,ij->j", v, v), 0.0)
+    variance = _variance(signal, v)
     return _mean(model, cross), np.sqrt(variance) * _scale(model), cross.max(axis=1) / signal
 
 
@@ -378,8 +383,7 @@ def run_correlation(model: GaussianProcessRegressor, a: np.ndarray, b: np.ndarra
     difference = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     prior = model.kernel_.k1(difference, np.zeros((1, difference.shape[1])))[:, 0]
     covariance = prior - np.einsum("ij,ij->j", *solved)
-    var_a = np.maximum(signal - np.einsum("ij,ij->j", solved[0], solved[0]), 0.0) + noise
-    var_b = np.maximum(signal - np.einsum("ij,ij->j", solved[1], solved[1]), 0.0)
+    var_a, var_b = _variance(signal, solved[0]) + noise, _variance(signal, solved[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         correlation = covariance / np.sqrt(var_a * var_b)
     return np.clip(np.nan_to_num(correlation), 0.0, 1.0)
