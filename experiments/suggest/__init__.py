@@ -10,6 +10,7 @@ service and the benchmarks call them alike.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 from experiments.constraints import Constraint
@@ -52,20 +53,28 @@ def suggest(
     limits: Sequence[Limit] = (),
     seed: int = 0,
     budget: int | None = None,
+    time_left: float | None = None,
 ) -> Plan:
     """The next runs by the strategy named `strategy` (a key of STRATEGIES), each with its
     prediction and reason.
 
     `count` is the batch size of sequential picks (Bayesian optimization, path steps,
     replicates); design steps of `auto` come whole. `budget` is the number of trials the caller
-    can still afford (None: unlimited); `auto` chooses its path by it.
+    can still afford (None: unlimited); `auto` chooses its path by it. `time_left` is the share
+    of a budget of trial time not yet spent (None: no such budget).
     """
     if strategy not in STRATEGIES:
         raise DomainError("strategy", f"must be one of {', '.join(STRATEGIES)}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
         raise DomainError("count", f"must be a whole number from 1 to {MAX_COUNT}")
     chosen = STRATEGIES[strategy](
-        space, goal=goal, constraints=constraints, limits=limits, seed=seed, budget=budget
+        space,
+        goal=goal,
+        constraints=constraints,
+        limits=limits,
+        seed=seed,
+        budget=budget,
+        time_left=time_left,
     )
     return _finished(chosen.fit(runs).suggest(count), strategy, space, runs, seed)
 
@@ -78,6 +87,7 @@ def next_batch(
     goal: str = "maximize",
     batch_size: int = 1,
     budget_left: int | None = None,
+    time_left: float | None = None,
     stop_below: float | None = None,
     constraints: Sequence[Constraint] = (),
     limits: Sequence[Limit] = (),
@@ -85,13 +95,20 @@ def next_batch(
 ) -> Plan:
     """One step of the closed loop: the next batch, or why the loop stops.
 
-    It stops when the budget is used up, when the strategy has nothing worth running (e.g. the
+    It stops when a budget is used up (`budget_left` trials, or `time_left`, the share of a
+    budget of trial time not yet spent), when the strategy has nothing worth running (e.g. the
     optimum is confirmed), or when the largest expected improvement falls below `stop_below`
     (in the response's units); a replicate of an uncertain incumbent is still run first.
     """
+    if time_left is not None and not (math.isfinite(time_left) and time_left <= 1.0):
+        raise DomainError("time_left", "must be the share of the time budget left, at most 1")
+    used_up = None
     if budget_left is not None and budget_left <= 0:
-        reason = "the budget of trials is used up"
-        plan = Plan(strategy, DONE, reason, [], stop_reason=reason)
+        used_up = "the budget of trials is used up"
+    elif time_left is not None and time_left <= 0:
+        used_up = "the budget of trial time is used up"
+    if used_up is not None:
+        plan = Plan(strategy, DONE, used_up, [], stop_reason=used_up)
         return _recommending(plan, space, runs, goal, limits, seed)
     count = batch_size if budget_left is None else max(1, min(batch_size, budget_left))
     plan = suggest(
@@ -104,6 +121,7 @@ def next_batch(
         limits=limits,
         seed=seed,
         budget=budget_left,
+        time_left=time_left,
     )
     plan = _recommending(plan, space, runs, goal, limits, seed)
     if plan.stop_reason is not None:

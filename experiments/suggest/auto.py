@@ -370,7 +370,7 @@ class Auto(Strategy):
         else:
             explanation = f"Bayesian optimization: {why}."
         return (
-            self.like(Bayes, budget=self.budget)
+            self.like(Bayes, budget=self.budget, time_left=self.time_left)
             .fit(self.runs)
             .batch(count, strategy=self.name, explanation=explanation)
         )

@@ -172,7 +172,9 @@ class Strategy(ABC):
     ``Bayes(space, goal="minimize", limits=limits, seed=3).fit(runs).suggest(4)``
 
     `budget` is the number of trials the caller can still afford (None: unlimited); a strategy
-    that plans whole designs (`auto`) chooses its path by it. Each subclass names itself in
+    that plans whole designs (`auto`) chooses its path by it. `time_left` is, with a budget of
+    trial time, the share of it not yet spent (None: no such budget); Bayesian optimization
+    plays the end of either budget for the final recommendation. Each subclass names itself in
     `name`, the word clients use, and is listed in `experiments.suggest.STRATEGIES`.
     """
 
@@ -187,6 +189,7 @@ class Strategy(ABC):
         limits: Sequence[Limit] = (),
         seed: int = 0,
         budget: int | None = None,
+        time_left: float | None = None,
     ) -> None:
         self.space = space
         self.goal = check_goal(goal)
@@ -194,6 +197,7 @@ class Strategy(ABC):
         self.limits = tuple(limits)
         self.seed = seed
         self.budget = budget
+        self.time_left = time_left
         self.runs = Runs()
 
     def fit(self, runs: Runs) -> Self:
@@ -201,7 +205,9 @@ class Strategy(ABC):
         self.runs = runs
         return self
 
-    def like(self, kind: type[S], *, budget: int | None = None) -> S:
+    def like(
+        self, kind: type[S], *, budget: int | None = None, time_left: float | None = None
+    ) -> S:
         """Another strategy configured for the same problem (the runs are not passed on)."""
         return kind(
             self.space,
@@ -210,6 +216,7 @@ class Strategy(ABC):
             limits=self.limits,
             seed=self.seed,
             budget=budget,
+            time_left=time_left,
         )
 
     @abstractmethod

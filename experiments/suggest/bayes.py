@@ -47,11 +47,12 @@ scored by EI at the full length weighed by what a run at their length is worth p
 configurations are judged, recommended and held to the limits at the full length; and a
 recommendation that only shorter runs have measured is measured at the full length first.
 
-Near the end of a budget (`budget_left`, the last `FINAL_SHARE` of the trials) what counts is
-that the configuration recommended at the end is truly the best, so the first pick of a batch
-is the run of greatest knowledge gradient (`experiments.suggest.knowledge_gradient`: the
-expected gain in the true value of the recommendation) among a replicate of each contender and
-the configuration of highest expected improvement; the replicate and challenge rules above
+Near the end of a budget (the last `FINAL_SHARE` of its trials, `budget_left`, or of a budget of
+trial time, `time_left`: with short trials as a fidelity, time is what a budget counts) what
+counts is that the configuration recommended at the end is truly the best, so the first pick
+of a batch is the run of greatest knowledge gradient (`experiments.suggest.knowledge_gradient`:
+the expected gain in the true value of the recommendation) among a replicate of each contender
+and the configuration of highest expected improvement; the replicate and challenge rules above
 give way to it.
 
 A batch of q points is chosen by the kriging believer: after each pick its predicted mean is
@@ -156,15 +157,17 @@ def bayes(
     seed: int = 0,
     candidates: int = 4096,
     budget_left: int | None = None,
+    time_left: float | None = None,
 ) -> list[Suggestion]:
     """Up to `count` configurations of highest expected improvement, chosen as one batch.
 
     `configs` and `values` are the runs so far (one response value per run); `responses` holds
     the values of every limited response, one per run; `failed` lists configurations whose
     trials failed; `point_types` says what each run was (replicates are spaced out by them);
-    `budget_left` is how many trials the caller can still afford (None: unlimited).
-    Every suggestion is a valid configuration of `space` meeting every factor
-    constraint. Fewer than `count` come back only when fewer unrun configurations remain.
+    `budget_left` is how many trials the caller can still afford (None: unlimited), `time_left`
+    the share of a budget of trial time not yet spent (None: no such budget). Every suggestion
+    is a valid configuration of `space` meeting every factor constraint. Fewer than `count`
+    come back only when fewer unrun configurations remain.
     Raises DomainError on bad input, or when no configuration meets the constraints or every
     allowed one has been run.
     """
@@ -182,6 +185,7 @@ def bayes(
         seed=seed,
         candidates=candidates,
         budget_left=budget_left,
+        time_left=time_left,
     )[0]
 
 
@@ -201,20 +205,26 @@ def bayes_batch(
     seed: int = 0,
     candidates: int = 4096,
     budget_left: int | None = None,
+    time_left: float | None = None,
 ) -> tuple[list[Suggestion], Recommendation]:
-    """`bayes` and, from the same model, the configuration to deploy now (`recommend`)."""
+    """`bayes` and, from the same model, the configuration to deploy now (`recommend`).
+    `budget_left` is the trials the caller can still afford, `time_left` the share of a budget
+    of trial time not yet spent (module docstring: the end of a budget)."""
     observed, y = _checked_runs(space, configs, values)
     check_goal(goal)
     _check_at_least("count", count, 1)
     _check_at_least("candidates", candidates, 16)
     if budget_left is not None:
         _check_at_least("budget_left", budget_left, 1)
+    if time_left is not None and not 0.0 < time_left <= 1.0:
+        raise DomainError("time_left", "must be the share of the time budget left, above 0 up to 1")
     sign = 1.0 if goal == "maximize" else -1.0
     fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
     pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates, fitted.fidelity)
-    final = budget_left is not None and budget_left <= FINAL_SHARE * (
-        len(observed) + len(failed) + budget_left
-    )
+    final = (
+        budget_left is not None
+        and budget_left <= FINAL_SHARE * (len(observed) + len(failed) + budget_left)
+    ) or (time_left is not None and time_left <= FINAL_SHARE)
     suggestions = _batch(fitted, pool, sign, count, list(point_types), final)
     if not suggestions:
         raise DomainError(

@@ -112,6 +112,7 @@ class Bayes(Strategy):
             point_types=runs.types,
             seed=self.seed,
             budget_left=self.budget,
+            time_left=self.time_left,
         )
         gains = [s.expected_improvement for s in found if s.expected_improvement is not None]
         return Plan(

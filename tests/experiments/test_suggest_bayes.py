@@ -185,6 +185,8 @@ def test_every_configuration_run_already_is_refused():
         ({"candidates": 3}, "candidates"),
         ({"budget_left": 0}, "budget_left"),
         ({"budget_left": 2.5}, "budget_left"),
+        ({"time_left": 0.0}, "time_left"),
+        ({"time_left": 1.5}, "time_left"),
     ],
 )
 def test_bad_options_are_refused(options, field):
@@ -387,6 +389,27 @@ def test_the_loop_passes_the_budget_on_to_bayesian_optimization():
     for strategy in ("bayes", "auto"):
         plan = next_batch(strategy, NODES_THREADS, runs, budget_left=3, seed=0)
         assert "budget is nearly spent" in plan.suggestions[0].reason
+
+
+def test_a_budget_of_trial_time_ends_as_a_budget_of_trials_does():
+    # The same runs with a tenth of a time budget left play its end; with nine tenths, or a
+    # fifth of the trials left beside nine tenths of the time, the rule that comes first holds.
+    configs, values = noisy_bowl_runs(0, noise=150.0)
+    runs = Runs(configs=configs, values=values)
+    for strategy in ("bayes", "auto"):
+        end = next_batch(strategy, NODES_THREADS, runs, budget_left=50, time_left=0.1, seed=0)
+        assert "budget is nearly spent" in end.suggestions[0].reason
+        early = next_batch(strategy, NODES_THREADS, runs, budget_left=50, time_left=0.9, seed=0)
+        assert "budget is nearly spent" not in early.suggestions[0].reason
+        trials = next_batch(strategy, NODES_THREADS, runs, budget_left=3, time_left=0.9, seed=0)
+        assert "budget is nearly spent" in trials.suggestions[0].reason
+    spent = next_batch("bayes", NODES_THREADS, runs, budget_left=50, time_left=0.0)
+    assert spent.stop_reason == "the budget of trial time is used up" and not spent.suggestions
+    assert spent.recommendation is not None and spent.recommendation.config in configs
+    for bad in (1.5, math.nan):
+        with pytest.raises(DomainError) as error:
+            next_batch("bayes", NODES_THREADS, runs, time_left=bad)
+        assert error.value.field == "time_left"
 
 
 def test_a_point_is_indistinguishable_from_a_run_only_when_noise_hides_the_difference():

@@ -196,3 +196,25 @@ def test_at_the_end_of_a_budget_contenders_are_measured_at_the_full_length():
     found = recommend(SPACE, configs, values)
     assert found.config["runtime_s"] == 120
     assert stall(found.config) >= 0.97 * stall(OPTIMUM | {"runtime_s": 120})
+    assert stall(found.config) >= 0.97 * stall(OPTIMUM | {"runtime_s": 120})
+
+
+def test_a_budget_of_trial_time_ends_in_its_last_fifth_of_time_not_of_trials():
+    # A loop of 10 full trials' time: short trials are cheap, so it runs many more trials than
+    # that, and counted in trials its last fifth would come late or never; told the share of its
+    # time left, the end of the budget starts in the last fifth of the time.
+    rng = np.random.default_rng(0)
+    configs, values = list(START), [stall(c) + rng.normal(0, 40) for c in START]
+    budget_s = 10 * (120 + TRIAL_OVERHEAD_S)
+    spent, shares, picks = 0.0, [], 0
+    while spent < budget_s:
+        time_left = 1.0 - spent / budget_s
+        (s,) = bayes(SPACE, configs, values, seed=0, budget_left=100, time_left=time_left)
+        if "budget is nearly spent" in s.reason:
+            shares.append(time_left)
+            assert s.config["runtime_s"] == 120 and "per second of trial" in s.reason
+        configs.append(s.config)
+        values.append(stall(s.config) + rng.normal(0, 40))
+        spent += s.config["runtime_s"] + TRIAL_OVERHEAD_S
+        picks += 1
+    assert picks > 10 and shares and max(shares) <= FINAL_SHARE
