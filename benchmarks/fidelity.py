@@ -13,8 +13,9 @@ published stall after 120 s (a 180 s run measures 0.70 of what any run up to 120
 runs overstate a full one by 42 %), and 3 % noise at every length (on the lab the spread between
 replicates did not grow for short runs: benchmarks/runtime_fidelity.py). Both spaces get the
 same seeds and the same time budget, `--full-trials` trials of 180 s; a trial costs its runtime
-plus `TRIAL_OVERHEAD_S`. The recommendation after each trial is scored by its noise-free tps in
-a 180 s run.
+plus `TRIAL_OVERHEAD_S`, and `auto` is told the share of that budget left, as a closed loop with
+a budget of trial time is, so the end of its budget is the last fifth of the time. The
+recommendation after each trial is scored by its noise-free tps in a 180 s run.
 
 Figures per space, median [25th, 75th percentile] over the seeds: the seconds of trials until
 the recommendation stays within 2 % of the optimum (a seed that never gets there counts as
@@ -26,6 +27,7 @@ ratio of the fidelity space's median seconds to the baseline's, measured in the 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -38,8 +40,7 @@ from rich.table import Table
 from threadpoolctl import threadpool_limits
 
 from benchmarks.optimizer import Race, race, summarize, trials_to_stay
-from benchmarks.optimizer_history import History, Method
-from benchmarks.optimizer_methods import make_method
+from benchmarks.optimizer_methods import Service, TrialTime
 from benchmarks.optimizer_problems import (
     SIMULATED_NOISE,
     SIMULATED_SPACE,
@@ -108,27 +109,6 @@ def trial_seconds(space_name: str, config: Mapping[str, Value]) -> float:
     return runtime_of(space_name, config) + TRIAL_OVERHEAD_S
 
 
-class TimeBudget:
-    """A method that stops once its trials in space `space_name` have taken `seconds`."""
-
-    def __init__(self, inner: Method, space_name: str, seconds: float) -> None:
-        self.inner = inner
-        self.space_name = space_name
-        self.seconds = seconds
-        self.stop_reason: str | None = None
-
-    def ask(self, history: History, budget_left: int) -> list[tuple[Config, str]]:
-        if sum(trial_seconds(self.space_name, c) for c in history.configs) >= self.seconds:
-            self.stop_reason = "the time budget is spent"
-            return []
-        batch = self.inner.ask(history, budget_left)
-        self.stop_reason = self.inner.stop_reason
-        return batch
-
-    def recommend(self, history: History) -> Config | None:
-        return self.inner.recommend(history)
-
-
 @dataclass(frozen=True)
 class Outcome:
     """One space's race for one seed, read on the time axis."""
@@ -146,7 +126,8 @@ def run_one(space_name: str, seed: int, budget_s: float) -> Outcome:
     """Race `auto` on one space for one seed within `budget_s` seconds of trials."""
     problem = fidelity_problem(space_name)
     trials = int(budget_s // ((RUNTIMES[space_name] or SHORTEST_S) + TRIAL_OVERHEAD_S)) + 1
-    method = TimeBudget(make_method("auto", problem, seed, trials), space_name, budget_s)
+    cost = functools.partial(trial_seconds, space_name)
+    method = Service("auto", problem, seed, trials, TrialTime(budget_s, cost))
     with threadpool_limits(1):
         done = race(problem, method, seed, trials)
     return outcome(space_name, seed, done, problem, budget_s)

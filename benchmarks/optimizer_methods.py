@@ -11,6 +11,9 @@ the peers) its own best trial.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from experiments import analysis
@@ -120,16 +123,32 @@ class RandomSearch:
         return best_measured(self.problem, history)
 
 
+@dataclass(frozen=True)
+class TrialTime:
+    """A budget of trial time: `seconds` in all, a trial costing `cost(config)` seconds."""
+
+    seconds: float
+    cost: Callable[[Config], float]
+
+    def left(self, history: History) -> float:
+        """The share of the budget the trials so far have not spent (below 0 when overrun)."""
+        return 1.0 - sum(map(self.cost, history.configs)) / self.seconds
+
+
 class Service:
     """A strategy of the service, one closed-loop step per call, recommending what its loop
     reports. One `next_batch` call serves both: the plan for the next trials carries the
-    recommendation after the trials so far."""
+    recommendation after the trials so far. With `time`, the loop has a budget of trial time
+    beside its `budget` of trials, and stops itself when that is spent."""
 
-    def __init__(self, strategy: str, problem: Problem, seed: int, budget: int) -> None:
+    def __init__(
+        self, strategy: str, problem: Problem, seed: int, budget: int, time: TrialTime | None = None
+    ) -> None:
         self.strategy = strategy
         self.problem = problem
         self.seed = seed
         self.budget = budget
+        self.time = time
         self.stop_reason: str | None = None
         self.plans: dict[int, Plan] = {}
         self.limits = (
@@ -144,6 +163,7 @@ class Service:
                 self._runs(history),
                 goal=self.problem.goal,
                 budget_left=self.budget - len(history),
+                time_left=None if self.time is None else self.time.left(history),
                 limits=self.limits,
                 seed=self.seed,
             )}  # fmt: skip

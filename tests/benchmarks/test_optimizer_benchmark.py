@@ -22,7 +22,14 @@ from benchmarks.optimizer import (
     write_json,
 )
 from benchmarks.optimizer_history import History
-from benchmarks.optimizer_methods import Service, Tpe, applicable, best_measured, make_method
+from benchmarks.optimizer_methods import (
+    Service,
+    Tpe,
+    TrialTime,
+    applicable,
+    best_measured,
+    make_method,
+)
 from benchmarks.optimizer_problems import (
     BRANIN_SPACE,
     LATENCY_LIMIT_MS,
@@ -188,6 +195,15 @@ def test_the_service_recommends_what_its_loop_reports():
     assert [c for c, _ in service.ask(history, 18)] == [s.config for s in plan.suggestions]
     # Never a configuration whose trial failed.
     assert p.observe(service.recommend(history), 0, 99).value is not None
+
+
+def test_the_service_with_a_budget_of_trial_time_stops_when_it_is_spent():
+    # Trials of 10 s against 65 s: the seventh trial starts with 5 s left, and no eighth.
+    p = problem("branin")
+    timed = TrialTime(65.0, lambda config: 10.0)
+    done = race(p, Service("bayes", p, seed=0, budget=40, time=timed), 0, 40)
+    assert len(done.configs) == 7 and done.ended == "the budget of trial time is used up"
+    assert timed.left(_history(p, done.configs)) == pytest.approx(-5.0 / 65.0)
 
 
 def test_tpe_tells_failures_and_recommends_its_best_feasible_trial():
