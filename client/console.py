@@ -203,12 +203,14 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
     """The closed optimization loop: status, stage, rounds, budget used, why it stopped."""
     table = _facts(f"Optimization loop {loop['id']}")
     stop_rule = loop.get("stop_when_expected_improvement_below")
+    timed = loop.get("budget_seconds")
     rows = [
         ("status", loop["status"]),
         ("strategy", loop["strategy"]),
         ("stage", loop.get("stage")),
         ("rounds", loop["rounds"]),
         ("trials used", f"{loop['trials_used']} of {loop['budget']} (batch {loop['batch_size']})"),
+        ("budget of trial time", None if timed is None else f"{_sig(timed, 6)} s"),
         ("last expected improvement", _sig(loop.get("expected_improvement"), 4)),
         ("stop when improvement below", _sig(stop_rule, 4)),
         ("replicates", "nodes restarted first" if loop.get("restart_replicates") else None),

@@ -223,14 +223,17 @@ class Client:
         experiment_id: int,
         *,
         budget: int,
+        budget_seconds: float | None = None,
         strategy: str = "auto",
         batch_size: int = 1,
         stop_when_expected_improvement_below: float | None = None,
         restart_replicates: bool = False,
     ) -> dict[str, Any]:
-        """Start the closed loop; returns the loop (follow it in `experiment()`)."""
+        """Start the closed loop; returns the loop (follow it in `experiment()`).
+        `budget_seconds` is a budget of trial time beside the `budget` of trials."""
         body = {
             "budget": budget,
+            "budget_seconds": budget_seconds,
             "strategy": strategy,
             "batch_size": batch_size,
             "stop_when_expected_improvement_below": stop_when_expected_improvement_below,

@@ -140,6 +140,7 @@ GLOSSARY: dict[str, str] = {
     "box_cox": "Box-Cox transformation suggestion for the response",
     "broker": "whether the task broker (Redis) answers",
     "budget": "trials the loop may run",
+    "budget_seconds": "seconds of trial time the loop may spend (None: only its trials count)",
     "canonical": "canonical analysis of the quadratic part (stationary point, nature)",
     "ccd_type": "circumscribed, inscribed or face_centred",
     "centre_mean": "mean of the centre runs",

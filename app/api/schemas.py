@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from app.services.optimization_loop import MAX_BUDGET_SECONDS
 from experiments.analysis import Analysis
 
 ModelOrder = Annotated[
@@ -469,6 +470,11 @@ class PlanOut(BaseModel):
 
 
 RESTART_REPLICATES = "restart every node before a trial that measures a configuration again"
+BUDGET_SECONDS = (
+    "seconds of trial time the loop may spend beside its trials (each trial's wall time, start to"
+    " finish); it stops when either budget is spent, and plays the end of the budget in the last"
+    " fifth of either"
+)
 
 
 class StartIn(Strict):
@@ -482,6 +488,9 @@ class OptimizeIn(Strict):
 
     strategy: Literal["auto", "bayes"] = "auto"
     budget: int = Field(default=20, ge=1, le=500, description="trials the loop may run")
+    budget_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_BUDGET_SECONDS, allow_inf_nan=False, description=BUDGET_SECONDS
+    )
     batch_size: int = Field(default=1, ge=1, le=20, description="trials per round")
     stop_when_expected_improvement_below: float | None = Field(
         default=None,
@@ -514,6 +523,7 @@ class OptimizationOut(BaseModel):
     status: str
     strategy: str
     budget: int
+    budget_seconds: float | None = Field(description=BUDGET_SECONDS)
     batch_size: int
     stop_when_expected_improvement_below: float | None
     restart_replicates: bool

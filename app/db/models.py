@@ -166,6 +166,8 @@ class Optimization(Base):
     status: Mapped[str] = mapped_column(String(20), default=OptimizationStatus.RUNNING)
     strategy: Mapped[str] = mapped_column(String(40))
     budget: Mapped[int] = mapped_column(Integer)
+    # Seconds of trial time the loop may spend beside its trials (None: only `budget` counts).
+    budget_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
     batch_size: Mapped[int] = mapped_column(Integer, default=1)
     stop_below: Mapped[float | None] = mapped_column(Float, nullable=True)
     # Whether the loop's trials that measure a configuration again restart the nodes first.

@@ -41,6 +41,7 @@ from experiments.suggest import DONE, Plan, Recommendation, next_batch
 
 LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")
 MAX_BUDGET = 500
+MAX_BUDGET_SECONDS = 30 * 24 * 3600.0
 MAX_BATCH_SIZE = 20
 
 
@@ -50,6 +51,7 @@ class LoopRequest:
 
     strategy: str = "auto"
     budget: int = 20
+    budget_seconds: float | None = None
     batch_size: int = 1
     stop_when_expected_improvement_below: float | None = None
     restart_replicates: bool = False
@@ -64,6 +66,14 @@ class LoopRequest:
             )
         if not 1 <= self.budget <= MAX_BUDGET:
             raise DomainError("budget", f"must be a whole number from 1 to {MAX_BUDGET}")
+        seconds = self.budget_seconds
+        if seconds is not None and not (
+            math.isfinite(seconds) and 0 < seconds <= MAX_BUDGET_SECONDS
+        ):
+            raise DomainError(
+                "budget_seconds",
+                f"must be a number of seconds above 0, at most {MAX_BUDGET_SECONDS:.0f} (30 days)",
+            )
         if not 1 <= self.batch_size <= MAX_BATCH_SIZE:
             raise DomainError("batch_size", f"must be a whole number from 1 to {MAX_BATCH_SIZE}")
         threshold = self.stop_when_expected_improvement_below
@@ -91,6 +101,12 @@ async def start(
     target = access.target_of(targets, experiment.target)
     if request.restart_replicates:
         target.check_starts_fresh()
+    if request.budget_seconds is not None and not target.runnable:
+        raise DomainError(
+            "budget_seconds",
+            f"target '{target.name}' records observations made elsewhere, so the service does not"
+            " time its trials: give the loop a budget of trials only",
+        )
     # Two concurrent starts must not both find no loop running and start one each: end the
     # transaction of the reads above (a MariaDB snapshot older than the other start's commit),
     # take the experiment's row, then read the loops afresh.
@@ -107,6 +123,7 @@ async def start(
         status=OptimizationStatus.RUNNING,
         strategy=request.strategy,
         budget=request.budget,
+        budget_seconds=request.budget_seconds,
         batch_size=request.batch_size,
         stop_below=request.stop_when_expected_improvement_below,
         restart_replicates=request.restart_replicates,
@@ -268,6 +285,7 @@ def _next(
             goal=objective.goal,
             batch_size=loop.batch_size,
             budget_left=loop.budget - used,
+            time_left=_time_left(loop, trials),
             stop_below=loop.stop_below,
             constraints=parse_constraints(experiment.constraints, space),
             limits=objective.limits,
@@ -276,6 +294,19 @@ def _next(
     except DomainError as error:
         reason = f"the {loop.strategy} strategy cannot go on: {error.rule}"
         return Plan(loop.strategy, DONE, reason, [], stop_reason=reason)
+
+
+def _time_left(loop: models.Optimization, trials: list[models.Trial]) -> float | None:
+    """The share of the loop's budget of trial time not yet spent (None without one): a trial
+    spends its wall time from the worker's start to its end, a resize or restart included."""
+    if loop.budget_seconds is None:
+        return None
+    spent = sum(
+        (t.finished_at - t.started_at).total_seconds()
+        for t in trials
+        if t.optimization_id == loop.id and t.started_at is not None and t.finished_at is not None
+    )
+    return 1.0 - spent / loop.budget_seconds
 
 
 def _grouped(space: FactorSpace, plan: Plan) -> Plan:

@@ -200,6 +200,14 @@ def optimize(
     ctx: typer.Context,
     experiment_id: ExperimentId,
     budget: Annotated[int, typer.Option(min=1, help="trials the loop may run (required)")],
+    budget_seconds: Annotated[
+        float | None,
+        typer.Option(
+            help="seconds of trial time the loop may spend beside its trials (each trial's wall"
+            " time); it stops at whichever budget is spent first",
+            show_default=False,
+        ),
+    ] = None,
     strategy: Annotated[str, typer.Option(help="auto or bayes")] = "auto",
     batch_size: Annotated[int, typer.Option(min=1, help="trials per round")] = 1,
     stop_below: Annotated[
@@ -225,14 +233,17 @@ def optimize(
         loop = client.optimize(
             experiment_id,
             budget=budget,
+            budget_seconds=budget_seconds,
             strategy=strategy,
             batch_size=batch_size,
             stop_when_expected_improvement_below=stop_below,
             restart_replicates=restart_replicates,
         )
+        timed = loop.get("budget_seconds")
+        seconds = "" if timed is None else f" or {timed:g} s of trial time"
         console.print(
             f"optimization loop {loop['id']} {loop['status']}: {loop['strategy']}, "
-            f"budget {loop['budget']} trials, {loop['batch_size']} per round"
+            f"budget {loop['budget']} trials{seconds}, {loop['batch_size']} per round"
         )
         if not wait:
             return

@@ -217,6 +217,9 @@ async def test_closed_loop_stops_when_the_expected_improvement_is_small(api):
         ({"strategy": "augment"}, "strategy"),
         ({"budget": 0}, "budget"),
         ({"budget": 501}, "budget"),
+        ({"budget_seconds": 0}, "budget_seconds"),
+        ({"budget_seconds": 31 * 24 * 3600}, "budget_seconds"),
+        ({"budget_seconds": "an hour"}, "budget_seconds"),
         ({"batch_size": 21}, "batch_size"),
         ({"stop_when_expected_improvement_below": -1}, "stop_when_expected_improvement_below"),
         ({"rounds": 3}, "rounds"),
@@ -227,6 +230,18 @@ async def test_bad_optimize_requests_name_the_field(api, body, field):
     response = await api.post(f"/experiments/{experiment_id}/optimize", json=body)
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["loc"][-1] == field
+
+
+async def test_a_budget_of_trial_time_is_refused_where_the_service_does_not_time_the_trials(api):
+    experiment_id = await observed_factorial(api)
+    path = f"/experiments/{experiment_id}/optimize"
+    response = await api.post(path, json={"budget": 5, "budget_seconds": 600})
+    assert response.status_code == 422, response.text
+    error = response.json()["detail"][0]
+    assert error["loc"][-1] == "budget_seconds" and "target 'manual'" in error["msg"]
+    # Nothing was started: a loop with a budget of trials alone still may.
+    started = await api.post(path, json={"budget": 5})
+    assert started.status_code == 202 and started.json()["budget_seconds"] is None
 
 
 async def test_one_loop_at_a_time_and_none_on_a_cancelled_experiment(api):

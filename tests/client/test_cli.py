@@ -495,11 +495,16 @@ def test_optimize_wait_follows_the_loop_until_it_stops(
     experiment_id = submitted_id(ok(run("submit", str(spec), api=api)))
     loop = ok(
         run("optimize", str(experiment_id), "--budget", "3", "--batch-size", "2", "--wait",
-            "--restart-replicates", "--timeout", "120", api=api)
+            "--restart-replicates", "--budget-seconds", "3600", "--timeout", "120", api=api)
     )  # fmt: skip
-    assert re.search(r"optimization loop \d+ running: auto, budget 3 trials, 2 per round", loop)
+    assert re.search(
+        r"optimization loop \d+ running: auto, budget 3 trials or 3600 s of trial time, 2 per"
+        r" round",
+        loop,
+    ), loop
     assert "loop stopped: the budget of trials is used up" in loop, loop
     assert re.search(r"trials used\s+│\s+3 of 3 \(batch 2\)", loop), loop
+    assert re.search(r"budget of trial time\s+│\s+3600 s", loop), loop
     assert re.search(r"replicates\s+│\s+nodes restarted first", loop), loop
     # Three runs of two factors support no model yet: the loop says so instead of an optimum.
     assert "no analysis: HTTP 422: model: needs at least 4 successful runs" in loop, loop

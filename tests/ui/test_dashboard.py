@@ -267,10 +267,13 @@ def test_fresh_replicates_are_asked_for_at_the_start_and_for_the_loop(
     browse.shot("fresh-replicates")
 
     page.fill("#loop-budget", "1")
+    page.fill("#loop-budget-seconds", "600")
     page.check("#loop-restart-replicates")
     page.click("#optimize")
-    expect(page.locator("#loop-result")).to_contain_text("budget 1")
-    assert client.experiment(created["id"])["optimization"]["restart_replicates"] is True
+    expect(page.locator("#loop-result")).to_contain_text("budget 1 or 600 s of trial time")
+    loop = client.experiment(created["id"])["optimization"]
+    assert loop["restart_replicates"] is True and loop["budget_seconds"] == 600
+    expect(page.locator("#loop-status")).to_contain_text("of 1 trials or 10 min 0 s of trial time")
     browse.assert_stayed_home()
 
 

@@ -26,6 +26,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
         status=loop.status,
         strategy=loop.strategy,
         budget=loop.budget,
+        budget_seconds=loop.budget_seconds,
         batch_size=loop.batch_size,
         stop_when_expected_improvement_below=loop.stop_below,
         restart_replicates=loop.restart_replicates,

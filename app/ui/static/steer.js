@@ -110,6 +110,8 @@ export function steerPanel(ctx) {
     "aria-label": "budget" });
   const batch = h("input", { id: "loop-batch", type: "number", value: "1", size: 3,
     "aria-label": "batch size" });
+  const budgetSeconds = h("input", { id: "loop-budget-seconds", type: "number", step: "any", size: 6,
+    placeholder: "optional", "aria-label": "budget of trial time in seconds" });
   const stopBelow = h("input", { id: "loop-stop-below", type: "number", step: "any", size: 6,
     placeholder: "optional", "aria-label": "stop when the expected improvement is below" });
   const loopResult = h("div", { id: "loop-result", class: "result" });
@@ -118,13 +120,15 @@ export function steerPanel(ctx) {
     event.preventDefault();
     const body = { strategy: loopStrategy.value, budget: numberOrNull(budget),
       batch_size: numberOrNull(batch), restart_replicates: loopFresh.box.checked };
+    if (budgetSeconds.value.trim() !== "") body.budget_seconds = Number(budgetSeconds.value);
     if (stopBelow.value.trim() !== "") body.stop_when_expected_improvement_below = Number(stopBelow.value);
     act(loopResult, () => api(`/experiments/${ctx.id}/optimize`, { method: "POST", body }),
-      (loop) => h("p", { class: "ok" }, `loop ${loop.id} ${loop.status}: budget ${loop.budget}, stage ${loop.stage || "–"}`));
+      (loop) => h("p", { class: "ok" }, `loop ${loop.id} ${loop.status}: budget ${loop.budget}`
+        + (loop.budget_seconds ? ` or ${loop.budget_seconds} s of trial time` : "") + `, stage ${loop.stage || "–"}`));
   } },
   h("div", { class: "row" }, h("label", {}, "strategy ", loopStrategy), h("label", {}, "budget ", budget)),
   h("div", { class: "row" }, h("label", {}, "batch ", batch), h("label", {}, "stop below ", stopBelow)),
-  h("div", { class: "row" }, loopFresh.label),
+  h("div", { class: "row" }, h("label", {}, "seconds of trial time ", budgetSeconds), loopFresh.label),
   h("button", { type: "submit", id: "optimize" }, "Start the loop"));
 
   // Observations: one run measured elsewhere (on a manual target, how trials get results).
