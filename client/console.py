@@ -210,7 +210,10 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
         ("stage", loop.get("stage")),
         ("rounds", loop["rounds"]),
         ("trials used", f"{loop['trials_used']} of {loop['budget']} (batch {loop['batch_size']})"),
-        ("budget of trial time", None if timed is None else f"{_sig(timed, 6)} s"),
+        (
+            "trial time used",
+            None if timed is None else f"{_sig(loop.get('seconds_used'), 4)} of {_sig(timed, 6)} s",
+        ),
         ("last expected improvement", _sig(loop.get("expected_improvement"), 4)),
         ("stop when improvement below", _sig(stop_rule, 4)),
         ("replicates", "nodes restarted first" if loop.get("restart_replicates") else None),

@@ -141,6 +141,7 @@ GLOSSARY: dict[str, str] = {
     "broker": "whether the task broker (Redis) answers",
     "budget": "trials the loop may run",
     "budget_seconds": "seconds of trial time the loop may spend (None: only its trials count)",
+    "seconds_used": "seconds of trial time the loop's trials have taken (with budget_seconds)",
     "canonical": "canonical analysis of the quadratic part (stationary point, nature)",
     "ccd_type": "circumscribed, inscribed or face_centred",
     "centre_mean": "mean of the centre runs",

@@ -529,6 +529,9 @@ class OptimizationOut(BaseModel):
     restart_replicates: bool
     rounds: int
     trials_used: int
+    seconds_used: float | None = Field(
+        description="seconds of trial time its trials have taken, with a budget_seconds"
+    )
     stage: str | None
     explanation: str | None
     expected_improvement: float | None

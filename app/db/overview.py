@@ -267,6 +267,11 @@ _LOOP_TRIALS = (
     .where(_trials.optimization_id.in_(bindparam("optimization_ids", expanding=True)))
     .group_by(_trials.optimization_id)
 )
+_LOOP_TRIAL_TIMES = select(_trials.optimization_id, _trials.started_at, _trials.finished_at).where(
+    _trials.optimization_id.in_(bindparam("optimization_ids", expanding=True)),
+    _trials.started_at.is_not(None),
+    _trials.finished_at.is_not(None),
+)
 
 
 async def overview_trials(
@@ -354,3 +359,17 @@ async def count_loop_trials(
     params = {"optimization_ids": list(optimization_ids)}
     rows = (await session.execute(_LOOP_TRIALS, params)).all()
     return {int(row[0]): int(row[1]) for row in rows}
+
+
+async def loop_trial_times(
+    session: AsyncSession, optimization_ids: Sequence[int]
+) -> dict[int, list[tuple[datetime, datetime]]]:
+    """When each trial of these loops started and ended, by loop (trials not yet started or
+    not yet ended, and loops with none, are left out)."""
+    if not optimization_ids:
+        return {}
+    params = {"optimization_ids": list(optimization_ids)}
+    found: dict[int, list[tuple[datetime, datetime]]] = {}
+    for loop, started, finished in (await session.execute(_LOOP_TRIAL_TIMES, params)).all():
+        found.setdefault(int(loop), []).append((started, finished))
+    return found

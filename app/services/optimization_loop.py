@@ -301,12 +301,8 @@ def _time_left(loop: models.Optimization, trials: list[models.Trial]) -> float |
     spends its wall time from the worker's start to its end, a resize or restart included."""
     if loop.budget_seconds is None:
         return None
-    spent = sum(
-        (t.finished_at - t.started_at).total_seconds()
-        for t in trials
-        if t.optimization_id == loop.id and t.started_at is not None and t.finished_at is not None
-    )
-    return 1.0 - spent / loop.budget_seconds
+    mine = [(t.started_at, t.finished_at) for t in trials if t.optimization_id == loop.id]
+    return 1.0 - progress.seconds_spent(mine) / loop.budget_seconds
 
 
 def _grouped(space: FactorSpace, plan: Plan) -> Plan:

@@ -46,10 +46,22 @@ class Timing:
 
 @dataclass(frozen=True)
 class LoopProgress:
-    """An optimization loop and how many trials of its budget it has used."""
+    """An optimization loop, how many trials of its budget it has used and, with a budget of
+    trial time, how many seconds of it (`seconds_used`)."""
 
     optimization: Optimization
     trials_used: int
+    seconds_used: float | None = None
+
+
+def seconds_spent(times: Sequence[tuple[datetime | None, datetime | None]]) -> float:
+    """Seconds of trial time: each trial from its start to its end (one not started or not
+    ended yet spends none)."""
+    return sum(
+        (finished - started).total_seconds()
+        for started, finished in times
+        if started is not None and finished is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,8 @@ async def _summaries(
     loops = await overview.get_optimizations(
         session, [t.latest_loop for t in counted.values() if t.latest_loop is not None]
     )
+    timed = [loop.id for loop in loops.values() if loop.budget_seconds is not None]
+    times = await overview.loop_trial_times(session, timed)
     bests = _bests(experiments, [row for t in counted.values() for row in t.top])
     now = utcnow()
     details = []
@@ -144,7 +158,15 @@ async def _summaries(
                 optimization=(
                     None
                     if loop is None
-                    else LoopProgress(optimization=loop, trials_used=tally.loop_trials)
+                    else LoopProgress(
+                        optimization=loop,
+                        trials_used=tally.loop_trials,
+                        seconds_used=(
+                            None
+                            if loop.budget_seconds is None
+                            else seconds_spent(times.get(loop.id, []))
+                        ),
+                    )
                 ),
             )
         )
@@ -179,8 +201,15 @@ async def loop_progress(session: AsyncSession, loop: Optimization) -> LoopProgre
 def _loop(loop: Optimization | None, trials: Sequence[Trial]) -> LoopProgress | None:
     if loop is None:
         return None
+    mine = [t for t in trials if t.optimization_id == loop.id]
     return LoopProgress(
-        optimization=loop, trials_used=sum(t.optimization_id == loop.id for t in trials)
+        optimization=loop,
+        trials_used=len(mine),
+        seconds_used=(
+            None
+            if loop.budget_seconds is None
+            else seconds_spent([(t.started_at, t.finished_at) for t in mine])
+        ),
     )
 
 

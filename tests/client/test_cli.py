@@ -504,7 +504,7 @@ def test_optimize_wait_follows_the_loop_until_it_stops(
     ), loop
     assert "loop stopped: the budget of trials is used up" in loop, loop
     assert re.search(r"trials used\s+│\s+3 of 3 \(batch 2\)", loop), loop
-    assert re.search(r"budget of trial time\s+│\s+3600 s", loop), loop
+    assert re.search(r"trial time used\s+│\s+[\d.]+ of 3600 s", loop), loop
     assert re.search(r"replicates\s+│\s+nodes restarted first", loop), loop
     # Three runs of two factors support no model yet: the loop says so instead of an optimum.
     assert "no analysis: HTTP 422: model: needs at least 4 successful runs" in loop, loop

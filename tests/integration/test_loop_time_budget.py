@@ -66,4 +66,5 @@ def test_the_loop_stops_when_its_trials_have_spent_the_budget_of_time(paced: Cli
     assert all(s >= PACED_SECONDS for s in spent)
     # One trial at a time: the last one started with time left, and ended the budget.
     assert sum(spent[:-1]) < BUDGET_SECONDS <= sum(spent)
+    assert loop["seconds_used"] == pytest.approx(sum(spent), abs=1e-3)
     assert loop["recommendation"]["config"] in [t["config"] for t in trials]

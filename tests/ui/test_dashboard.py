@@ -273,7 +273,8 @@ def test_fresh_replicates_are_asked_for_at_the_start_and_for_the_loop(
     expect(page.locator("#loop-result")).to_contain_text("budget 1 or 600 s of trial time")
     loop = client.experiment(created["id"])["optimization"]
     assert loop["restart_replicates"] is True and loop["budget_seconds"] == 600
-    expect(page.locator("#loop-status")).to_contain_text("of 1 trials or 10 min 0 s of trial time")
+    expect(page.locator("#loop-status")).to_contain_text("of 1 trials, ")
+    expect(page.locator("#loop-status")).to_contain_text(" of 10 min 0 s of trial time")
     browse.assert_stayed_home()
 
 

@@ -32,6 +32,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
         restart_replicates=loop.restart_replicates,
         rounds=loop.rounds,
         trials_used=progress.trials_used,
+        seconds_used=progress.seconds_used,
         stage=loop.stage,
         explanation=loop.explanation,
         expected_improvement=loop.expected_improvement,

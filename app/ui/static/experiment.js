@@ -173,7 +173,7 @@ export function experimentView(root, id, query) {
       e.best ? h("p", { id: "best" }, "Best so far: ", h("strong", {}, `${e.objective.response} ${num(e.best.value)}`),
         ` at ${configText(e.best.config)} (trial ${e.best.trial_id})`) : null,
       loop ? h("p", { id: "loop-status" }, `Closed loop ${loop.status}: ${loop.trials_used} of ${loop.budget} trials`,
-        loop.budget_seconds ? ` or ${duration(loop.budget_seconds)} of trial time` : "",
+        loop.budget_seconds ? `, ${duration(loop.seconds_used)} of ${duration(loop.budget_seconds)} of trial time` : "",
         `, round ${loop.rounds}`, loop.stage ? `, stage ${loop.stage}` : "",
         loop.expected_improvement !== null ? `, expected improvement ${num(loop.expected_improvement)}` : "",
         loop.stop_reason ? ` · stopped: ${loop.stop_reason}` : "", loop.error ? ` · error: ${loop.error}` : "") : null,
