@@ -161,11 +161,7 @@ async def _summaries(
                     else LoopProgress(
                         optimization=loop,
                         trials_used=tally.loop_trials,
-                        seconds_used=(
-                            None
-                            if loop.budget_seconds is None
-                            else seconds_spent(times.get(loop.id, []))
-                        ),
+                        seconds_used=_seconds_used(loop, times.get(loop.id, [])),
                     )
                 ),
             )
@@ -205,12 +201,14 @@ def _loop(loop: Optimization | None, trials: Sequence[Trial]) -> LoopProgress | 
     return LoopProgress(
         optimization=loop,
         trials_used=len(mine),
-        seconds_used=(
-            None
-            if loop.budget_seconds is None
-            else seconds_spent([(t.started_at, t.finished_at) for t in mine])
-        ),
+        seconds_used=_seconds_used(loop, [(t.started_at, t.finished_at) for t in mine]),
     )
+
+
+def _seconds_used(
+    loop: Optimization, times: Sequence[tuple[datetime | None, datetime | None]]
+) -> float | None:
+    return None if loop.budget_seconds is None else seconds_spent(times)
 
 
 def _progress(trials: Sequence[Trial]) -> dict[str, int]:
