@@ -62,6 +62,24 @@ def clear_trial_queues(broker_url: str) -> None:
     client.close()
 
 
+def service_env(
+    settings: Settings, root: Path, targets: list[dict] | None = None
+) -> dict[str, str]:
+    """The environment of the API and worker child processes on the test database and Redis,
+    serving `targets` (written to a file in `root`) instead of the built-in ones when given;
+    the trial queues are cleared of another module's leftovers first."""
+    clear_trial_queues(settings.broker_url)
+    env = os.environ | {
+        "GALERA_DOE_DATABASE_URL": settings.database_url,
+        "GALERA_DOE_BROKER_URL": settings.broker_url,
+    }
+    if targets is not None:
+        path = root / "targets.yaml"
+        path.write_text(yaml.safe_dump({"targets": targets}))
+        env["GALERA_DOE_TARGETS_FILE"] = str(path)
+    return env
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A Redis database of the suite's own, flushed before and after."""
@@ -159,10 +177,6 @@ def repo_root() -> Path:
 @pytest.fixture(scope="module")
 def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """The API and one worker as child processes, on the test database and the test Redis."""
-    clear_trial_queues(settings.broker_url)
-    env = os.environ | {
-        "GALERA_DOE_DATABASE_URL": settings.database_url,
-        "GALERA_DOE_BROKER_URL": settings.broker_url,
-    }
-    with running_service(env, tmp_path_factory.mktemp("service")) as running:
+    root = tmp_path_factory.mktemp("service")
+    with running_service(service_env(settings, root), root) as running:
         yield running.client

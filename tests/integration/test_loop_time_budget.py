@@ -4,17 +4,15 @@ has spent the budget, long before its budget of trials."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
-import yaml
 
 from app.config import Settings
 from client.http import Client
 from client.processes import running_service
-from tests.conftest import clear_trial_queues
+from tests.conftest import service_env
 from tests.integration.test_optimization_loop import wait_for_loop
 
 pytestmark = pytest.mark.integration
@@ -27,16 +25,8 @@ TARGETS = [{"name": "paced", "kind": "simulated", "settings": {"seconds_per_tria
 @pytest.fixture(scope="module")
 def paced(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """The API and one worker as child processes, serving the paced simulated target."""
-    clear_trial_queues(settings.broker_url)
     root = tmp_path_factory.mktemp("paced-service")
-    targets = root / "targets.yaml"
-    targets.write_text(yaml.safe_dump({"targets": TARGETS}))
-    env = os.environ | {
-        "GALERA_DOE_DATABASE_URL": settings.database_url,
-        "GALERA_DOE_BROKER_URL": settings.broker_url,
-        "GALERA_DOE_TARGETS_FILE": str(targets),
-    }
-    with running_service(env, root) as service:
+    with running_service(service_env(settings, root, TARGETS), root) as service:
         yield service.client
 
 

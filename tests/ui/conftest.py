@@ -22,12 +22,11 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
 from app.config import Settings
 from client.http import Client
 from client.processes import Service, running_service
-from tests.conftest import ServiceMissingError, clear_trial_queues
+from tests.conftest import ServiceMissingError, service_env
 
 CHROMIUM = Path(os.environ.get("GALERA_DOE_CHROMIUM", "/usr/bin/chromium"))
 SCREENS = Path(os.environ.get("GALERA_DOE_UI_SCREENS", "/tmp/galera-doe-ui-screens"))
@@ -53,15 +52,8 @@ except ImportError as missing:  # the dev extra was not installed
 def ui_service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     """The API and one worker as child processes, with a paced simulated target and a manual
     one beside the instant simulated target."""
-    clear_trial_queues(settings.broker_url)
     root = tmp_path_factory.mktemp("ui-service")
-    targets = root / "targets.yaml"
-    targets.write_text(yaml.safe_dump({"targets": TARGETS}))
-    env = os.environ | {
-        "GALERA_DOE_DATABASE_URL": settings.database_url,
-        "GALERA_DOE_BROKER_URL": settings.broker_url,
-        "GALERA_DOE_TARGETS_FILE": str(targets),
-    }
+    env = service_env(settings, root, TARGETS)
     with running_service(env, root, loglevel="WARNING", owner="ui-tester") as service:
         yield service
 
