@@ -297,12 +297,11 @@ def _next(
 
 
 def _time_left(loop: models.Optimization, trials: list[models.Trial]) -> float | None:
-    """The share of the loop's budget of trial time not yet spent (None without one): a trial
-    spends its wall time from the worker's start to its end, a resize or restart included."""
-    if loop.budget_seconds is None:
+    """The share of the loop's budget of trial time not yet spent (None without one)."""
+    used = progress.loop_seconds_used(loop, trials)
+    if used is None or loop.budget_seconds is None:
         return None
-    mine = [(t.started_at, t.finished_at) for t in trials if t.optimization_id == loop.id]
-    return 1.0 - progress.seconds_spent(mine) / loop.budget_seconds
+    return 1.0 - used / loop.budget_seconds
 
 
 def _grouped(space: FactorSpace, plan: Plan) -> Plan:

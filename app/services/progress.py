@@ -54,14 +54,11 @@ class LoopProgress:
     seconds_used: float | None = None
 
 
-def seconds_spent(times: Sequence[tuple[datetime | None, datetime | None]]) -> float:
-    """Seconds of trial time: each trial from its start to its end (one not started or not
-    ended yet spends none)."""
-    return sum(
-        (finished - started).total_seconds()
-        for started, finished in times
-        if started is not None and finished is not None
-    )
+def loop_seconds_used(loop: Optimization, trials: Sequence[Trial]) -> float | None:
+    """With a budget of trial time, the seconds the loop's trials have taken, each from its
+    start to its end (a resize or restart included); None without such a budget."""
+    mine = [(t.started_at, t.finished_at) for t in trials if t.optimization_id == loop.id]
+    return _seconds_used(loop, mine)
 
 
 @dataclass(frozen=True)
@@ -197,18 +194,25 @@ async def loop_progress(session: AsyncSession, loop: Optimization) -> LoopProgre
 def _loop(loop: Optimization | None, trials: Sequence[Trial]) -> LoopProgress | None:
     if loop is None:
         return None
-    mine = [t for t in trials if t.optimization_id == loop.id]
     return LoopProgress(
         optimization=loop,
-        trials_used=len(mine),
-        seconds_used=_seconds_used(loop, [(t.started_at, t.finished_at) for t in mine]),
+        trials_used=sum(t.optimization_id == loop.id for t in trials),
+        seconds_used=loop_seconds_used(loop, trials),
     )
 
 
 def _seconds_used(
     loop: Optimization, times: Sequence[tuple[datetime | None, datetime | None]]
 ) -> float | None:
-    return None if loop.budget_seconds is None else seconds_spent(times)
+    """The seconds from start to end of the trials of `times` (one not started or not ended
+    yet spends none), when the loop has a budget of trial time."""
+    if loop.budget_seconds is None:
+        return None
+    return sum(
+        (finished - started).total_seconds()
+        for started, finished in times
+        if started is not None and finished is not None
+    )
 
 
 def _progress(trials: Sequence[Trial]) -> dict[str, int]:
