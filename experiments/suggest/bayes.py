@@ -6,15 +6,6 @@ The incumbent is the best *predicted* mean at an observed configuration, not the
 measurement, so one lucky noisy run does not make every honest candidate look hopeless (the
 "plug-in" EI for noisy observations, Picheny et al. 2013).
 
-The search has a model of its own: the same runs fitted with a prior that holds the noise small
-(`gaussian_process.fit(noise_prior=True)`, Optuna's prior), which reads the variation of the
-runs as shape; its EI, its incumbent (`searched`) and its kriging believer choose the points.
-Fitted by maximum likelihood alone, a model whose runs see differences no larger than the noise
-flips from one refit to the next between all signal and nearly all noise, and in both modes EI
-is highest on a face of the region. What must see noise as it is (whether exact repeats may
-be suggested, the replicate and challenge rules, the recommendation, the knowledge gradient and
-the sentences a user reads) keeps the model without that prior (`model`).
-
 Candidates are the lattice of `experiments.lattice` (every integer of an integer factor while it
 stays small, else a coarse grid, plus the observed values), searched by the same
 `experiments.lattice_search` as the optimum of a fitted model: whole when it has at most
@@ -34,7 +25,7 @@ Repeats: EI uses the standard deviation of the mean response (the noise term lef
 observed configuration earns credit only for what the model still does not know there. Exact
 repeats of observed configurations are excluded, unless the fitted noise variance exceeds the
 signal variance (noise dominates, so replicating is a fair way to learn). While it does not,
-near repeats score no EI either: candidates the search's model cannot tell from a run made
+near repeats score no EI either: candidates the model cannot tell from a configuration run
 (`gaussian_process.indistinguishable`, e.g. the incumbent with its runtime 2 s longer), which EI
 under noise would otherwise keep choosing, since the uncertainty of a mean shrinks only with the
 square root of its runs; such points are measured only as the replicates below. Points already
@@ -260,28 +251,26 @@ def recommend(
     be modelled (fewer than two, or all equal)."""
     observed, y = _checked_runs(space, configs, values)
     sign = 1.0 if check_goal(goal) == "maximize" else -1.0
-    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed, searching=False)
+    fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed)
     return fitted.recommendation(sign)
 
 
 @dataclass(frozen=True)
 class _Fitted:
-    """The Gaussian processes fitted to the runs (the response, maximized throughout, as it is
-    and for the search, and one per limited response) and what the batch may not suggest."""
+    """The Gaussian processes fitted to the runs (the response, maximized throughout, and one
+    per limited response) and what the batch may not suggest."""
 
     space: FactorSpace
     encoder: Encoder
     x_fit: np.ndarray
     t_fit: np.ndarray
     model: GaussianProcessRegressor
-    search: GaussianProcessRegressor
     guards: list[_Guard]
     fidelity: Fidelity | None
     measured: frozenset[tuple[Value, ...]]  # every configuration run, at its own length
     judged: bool
     excluded: set[tuple[Value, ...]]
     incumbent: _Incumbent
-    searched: _Incumbent
     deploy: _Incumbent  # the recommendation: judged by its mean less one standard deviation
 
     @classmethod
@@ -294,11 +283,7 @@ class _Fitted:
         limits: Sequence[Limit],
         responses: Mapping[str, Sequence[float]] | None,
         seed: int,
-        *,
-        searching: bool = True,
     ) -> _Fitted:
-        """The models of the runs; without `searching` (a recommendation alone) the search's
-        model is the response's own, not fitted again."""
         encoder = Encoder(space)
         x = encoder.features([[c[n] for n in space.names] for c in observed])
         broken = [space.check_config(c, in_region=False) for c in failed]
@@ -313,7 +298,6 @@ class _Fitted:
         keep = training_rows(x_fit, t_fit)
         x_fit, t_fit = x_fit[keep], t_fit[keep]
         model = fit(x_fit, t_fit, seed)
-        search = fit(x_fit, t_fit, seed, noise_prior=True) if searching else model
         measured = keep[keep < len(target)]
         guards = [
             _Guard(
@@ -344,7 +328,6 @@ class _Fitted:
             x_judged = fidelity.targeted(x)
             counted = np.array([c == judged_at[i] for i, c in enumerate(observed)])
         incumbent = _Incumbent.of(space, judged_at, target, model, x_judged, guards, counted)
-        searched = _Incumbent.of(space, judged_at, target, search, x_judged, guards, counted)
         deploy = _Incumbent.of(
             space, judged_at, target, model, x_judged, guards, counted, RECOMMENDATION_RISK
         )
@@ -354,14 +337,12 @@ class _Fitted:
             x_fit,
             t_fit,
             model,
-            search,
             guards,
             fidelity,
             frozenset(space.key(c) for c in observed),
             judged,
             excluded,
             incumbent,
-            searched,
             deploy,
         )
 
@@ -481,8 +462,8 @@ def _batch(
     )
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
-    current, xs, ts, best = fitted.search, fitted.x_fit, fitted.t_fit, fitted.searched.mean
-    fidelity, leaders = fitted.fidelity, fitted.searched.ranked[:_LEADERS]
+    current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
+    fidelity, leaders = fitted.fidelity, incumbent.ranked[:_LEADERS]
     first = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
     replicate = fitted.promotion(sign)
     if replicate is None and first is not None and fitted.judged and final:
@@ -491,12 +472,7 @@ def _batch(
         if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
             replicate = fitted.challenge(sign)
         if replicate is None and "replicate" not in point_types[-_REPLICATE_SPACING:]:
-            # The rule weighs the incumbent's uncertainty against the gain of the search's pick,
-            # both as the model that sees the noise judges them.
-            gain = _scorer(fitted.model, incumbent.mean, guards, fidelity)(
-                encoder.features([first[0]])
-            )
-            replicate = incumbent.replicate(space, sign, float(gain[0]))
+            replicate = incumbent.replicate(space, sign, first[1])
     if replicate is not None:
         suggestions.append(replicate)
         excluded.add(space.key(replicate.config))
@@ -529,8 +505,7 @@ def _suggestion(
 ) -> Suggestion:
     mean, sd = mean_and_sd(fitted.model, point)  # real data only: the fake runs are no information
     predicted = sign * float(mean[0])
-    # EI is the search model's, over its own incumbent (module docstring).
-    outcome = (predicted, float(sd[0]), ei, sign * fitted.searched.mean)
+    outcome = (predicted, float(sd[0]), ei, sign * fitted.incumbent.mean)
     fidelity = fitted.fidelity
     at_target = point if fidelity is None else fidelity.targeted(point)
     return Suggestion(

@@ -76,15 +76,9 @@ _LENGTH_SCALE_PRIOR = (math.log(2.0), 1.0)
 # the rest of the race (the simulated cluster at 8 % noise, seed 2: 12 of its last 20 trials).
 # The models of limited responses (p95 latency) go without this prior: with it, the workload
 # problem under a latency limit took 41 trials to 2 % (20 seeds), without it 30, as before it.
+# No prior on the noise: Optuna's (mean 0.04 of the response's variance) hides noise that
+# truly dominates, which the replicate rule and the recommendation's uncertainty depend on.
 _SIGNAL_PRIOR = (2.0, 1.0)
-# A gamma prior (shape, rate) on the noise variance of the normalized response, Optuna's (mean
-# 0.04): only for the search's model (`fit(..., noise_prior=True)`), which then reads the
-# variation of a few runs as shape. Maximum likelihood alone flips, as runs come, between all
-# signal and nearly all noise when the noise is as large as what the runs see (Hartmann-6 at 5 %
-# noise), and in both modes expected improvement is highest on a face of the region. The
-# recommendation, the replicate rule and the knowledge gradient keep the model without it: they
-# depend on noise that truly dominates being seen as such.
-_NOISE_PRIOR = (1.1, 30.0)
 # The service's names of the factors whose product is the connections a benchmark opens, and of
 # the nodes that take them: the nodes clients connect to when that is a factor, else all nodes.
 # Measured on the simulated cluster (3 % noise, 20 seeds, bayes), median trials until the
@@ -237,16 +231,10 @@ def training_rows(x: np.ndarray, y: np.ndarray, limit: int = MAX_TRAINING_ROWS) 
 
 
 def fit(
-    x: np.ndarray,
-    y: np.ndarray,
-    seed: int,
-    *,
-    signal_prior: bool = True,
-    noise_prior: bool = False,
+    x: np.ndarray, y: np.ndarray, seed: int, *, signal_prior: bool = True
 ) -> GaussianProcessRegressor:
     """The Gaussian process fitted to features `x` and responses `y` (maximum a posteriori);
-    without `signal_prior`, no prior on the signal variance (the models of limited responses);
-    with `noise_prior`, one that holds the noise small (the search's model)."""
+    without `signal_prior`, the length scales' prior alone (the models of limited responses)."""
     kernel = _kernel(x.shape[1])
     model = GaussianProcessRegressor(
         kernel=kernel,
@@ -255,14 +243,7 @@ def fit(
         random_state=seed,
         optimizer=_with_priors(
             _slice_of(kernel, "length_scale"),
-            [
-                (_slice_of(kernel, name), prior)
-                for name, prior, wanted in (
-                    ("constant_value", _SIGNAL_PRIOR, signal_prior),
-                    ("noise_level", _NOISE_PRIOR, noise_prior),
-                )
-                if wanted
-            ],
+            _slice_of(kernel, "constant_value") if signal_prior else slice(0),
         ),
     )
     with warnings.catch_warnings():
@@ -289,14 +270,15 @@ Optimizer = Callable[
 ]
 
 
-def _with_priors(lengths: slice, gammas: Sequence[tuple[slice, tuple[float, float]]]) -> Optimizer:
+def _with_priors(lengths: slice, signal: slice) -> Optimizer:
     """L-BFGS-B on the log marginal likelihood plus the priors (maximum a posteriori): a
-    log-normal one on every length scale and gamma ones (shape, rate) on variances. With few
+    log-normal one on every length scale and a gamma one on the signal variance. With few
     runs, maximum likelihood often picks length scales that make the model all wiggles or all
     flat, or a signal so small that every difference is noise; the priors keep the length
     scales near a factor's range and the signal near the response's variance. Measured:
     median trials to 2 % on Hartmann-6 85 -> 46 with the length-scale prior (against none)."""
     mean, sd = _LENGTH_SCALE_PRIOR
+    shape, rate = _SIGNAL_PRIOR
 
     def optimize(
         objective: Callable[..., tuple[float, np.ndarray]], theta: np.ndarray, bounds: np.ndarray
@@ -307,11 +289,10 @@ def _with_priors(lengths: slice, gammas: Sequence[tuple[slice, tuple[float, floa
             gradient = np.array(gradient, dtype=float)
             gradient[lengths] += offset / sd**2
             penalty = float(np.sum(offset**2)) / (2.0 * sd**2)
-            # theta holds the log of a variance; the gamma density's negative log at exp(t).
-            for where, (shape, rate) in gammas:
-                variance = np.exp(t[where])
-                penalty += float(np.sum(rate * variance - (shape - 1.0) * t[where]))
-                gradient[where] += rate * variance - (shape - 1.0)
+            # theta holds the log of the variance; the gamma density's negative log at exp(t).
+            variance = np.exp(t[signal])
+            penalty += float(np.sum(rate * variance - (shape - 1.0) * t[signal]))
+            gradient[signal] += rate * variance - (shape - 1.0)
             return float(value) + penalty, gradient
 
         found = scipy.optimize.minimize(
