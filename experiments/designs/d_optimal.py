@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.stats import qmc
 
+from experiments.blas import one_blas_thread
 from experiments.constraints import satisfied_rows
 from experiments.designs.base import DesignFamily, FamilyRuns
 from experiments.designs.quality import coded_columns, d_efficiency, dependent_columns
@@ -230,6 +231,7 @@ def _numeric(factor: Factor, levels: Sequence[Value]) -> np.ndarray:
     return np.array([float(v) for v in levels])
 
 
+@one_blas_thread
 def _search(
     candidates: np.ndarray, runs: int, starts: int, passes: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, float]:

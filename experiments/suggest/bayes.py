@@ -71,6 +71,7 @@ import numpy as np
 from scipy.stats import norm, qmc
 from sklearn.gaussian_process import GaussianProcessRegressor
 
+from experiments.blas import one_blas_thread
 from experiments.constraints import Constraint, satisfied_rows
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
@@ -87,7 +88,6 @@ from experiments.suggest.gaussian_process import (
     indistinguishable,
     mean_and_sd,
     noise_variance,
-    one_blas_thread,
     posterior_covariance,
     refit,
     signal_variance,

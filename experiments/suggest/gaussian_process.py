@@ -26,12 +26,10 @@ region.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import scipy.linalg
@@ -40,7 +38,6 @@ from scipy.stats import norm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Kernel, Matern, WhiteKernel
-from threadpoolctl import threadpool_limits
 
 from experiments.factors import FactorSpace, Value
 
@@ -51,7 +48,6 @@ __all__ = [
     "indistinguishable",
     "mean_and_sd",
     "noise_variance",
-    "one_blas_thread",
     "posterior_covariance",
     "refit",
     "run_correlation",
@@ -89,19 +85,6 @@ _SIGNAL_PRIOR = (2.0, 1.0)
 # trials 17/20 -> 19/20 seeds), 52.5 -> 45 at 8 % (within 5 % 17/20 both).
 CONNECTIONS = ("clients", "threads_per_client")
 LOADED_NODES = ("load_nodes", "nodes")
-T = TypeVar("T")
-
-
-def one_blas_thread(function: Callable[..., T]) -> Callable[..., T]:
-    """Run with one BLAS thread: for matrices of a few hundred rows, threads cost more than
-    they save (4-6x slower per suggestion with two OpenBLAS threads on two cores)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: object, **kwargs: object) -> T:
-        with threadpool_limits(limits=1, user_api="blas"):
-            return function(*args, **kwargs)
-
-    return wrapper
 
 
 class Encoder:

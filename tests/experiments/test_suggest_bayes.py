@@ -4,7 +4,6 @@ suggestion (ranges, integers, levels, constraints), batches, categories and spee
 import itertools
 import math
 import re
-import time
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from experiments.suggest.gaussian_process import (
     signal_variance,
     training_rows,
 )
+from tests.timing import assert_within
 
 
 def space(*factors: dict) -> FactorSpace:
@@ -248,12 +248,9 @@ def test_one_suggestion_from_60_runs_of_5_factors_within_a_second():
         + rng.normal(0, 5)
         for c in configs
     ]
-    started = time.perf_counter()
-    (s,) = bayes(sp, configs, values, seed=0)
-    elapsed = time.perf_counter() - started
-    print(f"bayes: one suggestion from 60 runs of 5 factors in {elapsed:.3f} s")
+    # 1 s on an idle machine is the goal, which benchmarks/optimizer.py judges.
+    (s,) = assert_within(2.0, 1, lambda: bayes(sp, configs, values, seed=0))
     assert sp.check_config(s.config) == s.config
-    assert elapsed < 2.0
 
 
 def random_configs(rng: np.random.Generator) -> list[dict]:
@@ -611,12 +608,9 @@ def test_a_suggestion_after_800_runs_stays_within_seconds():
     values = [
         -((c["nodes"] - 3) ** 2) - (c["clients"] - 3) ** 2 + rng.normal(0, 0.5) for c in configs
     ]
-    started = time.perf_counter()
-    (s,) = bayes(sp, configs, values, seed=0)
-    elapsed = time.perf_counter() - started
-    print(f"bayes: one suggestion from 800 runs of 5 factors in {elapsed:.2f} s")
+    # 5 s on an idle machine is the goal, which benchmarks/optimizer.py judges.
+    (s,) = assert_within(10.0, 1, lambda: bayes(sp, configs, values, seed=0))
     assert sp.check_config(s.config) == s.config
-    assert elapsed < 10.0  # 5 s on an idle machine (the bound); the suite runs loaded
 
 
 def test_a_noisy_shape_is_never_fitted_as_all_noise():
