@@ -297,7 +297,7 @@ class _Fitted:
             t_fit = np.append(target, np.full(len(broken), target.min()))
         keep = training_rows(x_fit, t_fit)
         x_fit, t_fit = x_fit[keep], t_fit[keep]
-        model = _objective_model(space, x_fit, t_fit, seed)
+        model = fit(x_fit, t_fit, seed)
         measured = keep[keep < len(target)]
         guards = [
             _Guard(
@@ -540,20 +540,9 @@ def predict(
     encoder = Encoder(space)
     x = encoder.features([[c[n] for n in space.names] for c in observed])
     keep = training_rows(x, y)
-    model = _objective_model(space, x[keep], y[keep], seed)
+    model = fit(x[keep], y[keep], seed)
     mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
-
-
-def _objective_model(
-    space: FactorSpace, x: np.ndarray, y: np.ndarray, seed: int
-) -> GaussianProcessRegressor:
-    """The objective's Gaussian process: its prior mean below the runs' (`fit`'s `pessimistic`)
-    unless the space has a fidelity. With one, configurations run only short are judged at the
-    full length by the model alone, and a pessimistic prior mean pulls that judgement down
-    until short runs no longer stand in for full ones (with the worst run as prior mean, a
-    leader run only at 10 s was passed over for a worse one run at 120 s)."""
-    return fit(x, y, seed, pessimistic=space.fidelity is None)
 
 
 @dataclass(frozen=True)

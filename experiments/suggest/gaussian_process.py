@@ -17,14 +17,6 @@ the busiest node paces the others (flow control holds the cluster to its slowest
 the optimum is a curved ridge across the factors, which a kernel of one length scale per
 factor learns only point by point.
 Predictions are of the *mean* response: the fitted noise is taken out of the standard deviation.
-The objective's model may take as its prior mean one standard deviation of the runs below their
-mean (`pessimistic`; after De Ath, Fieldsend & Everson 2020, "What do you mean? The role of the
-mean function in Bayesian optimisation", who found the worst run best in higher dimensions):
-far from every run the model then expects a poor result, not the average, so expected
-improvement stops flocking to the faces and corners of the region, which in six dimensions are
-where the runs are farthest apart and the uncertainty is largest. The worst run itself lies two
-to three deviations down on the simulated cluster (its failing and starved configurations), and
-kept the search off faces where that optimum lies (one applier thread).
 
 Fitting costs the cube of the runs and scoring candidates their square, so beyond
 `MAX_TRAINING_ROWS` runs the model learns from a subset (`training_rows`): the best third, where
@@ -221,38 +213,15 @@ def training_rows(x: np.ndarray, y: np.ndarray, limit: int = MAX_TRAINING_ROWS) 
     return np.sort(np.concatenate([best, np.array(picked, dtype=int)]))
 
 
-class _PessimisticMean(GaussianProcessRegressor):
-    """A Gaussian process whose prior mean is one standard deviation of the responses below
-    their mean, its scale that deviation (as `normalize_y` scales them)."""
-
-    def fit(self, X: np.ndarray, y: np.ndarray) -> _PessimisticMean:
-        y = np.asarray(y, dtype=float)
-        spread = float(np.std(y))
-        spread = spread if spread > 0.0 else 1.0
-        low = float(np.mean(y)) - spread
-        super().fit(X, (y - low) / spread)
-        # predict() and the helpers below map back with these, as after `normalize_y`.
-        self._y_train_mean = np.array([low])
-        self._y_train_std = np.array([spread])
-        return self
-
-
 def fit(
-    x: np.ndarray,
-    y: np.ndarray,
-    seed: int,
-    *,
-    signal_prior: bool = True,
-    pessimistic: bool = False,
+    x: np.ndarray, y: np.ndarray, seed: int, *, signal_prior: bool = True
 ) -> GaussianProcessRegressor:
     """The Gaussian process fitted to features `x` and responses `y` (maximum a posteriori);
-    without `signal_prior`, the length scales' prior alone (the models of limited responses);
-    `pessimistic`: its prior mean one deviation below that of `y` (module doc), else the mean."""
+    without `signal_prior`, the length scales' prior alone (the models of limited responses)."""
     kernel = _kernel(x.shape[1])
-    regressor = _PessimisticMean if pessimistic else GaussianProcessRegressor
-    model = regressor(
+    model = GaussianProcessRegressor(
         kernel=kernel,
-        normalize_y=not pessimistic,
+        normalize_y=True,
         n_restarts_optimizer=_RESTARTS,
         random_state=seed,
         optimizer=_with_priors(
@@ -321,7 +290,7 @@ def refit(
     model: GaussianProcessRegressor, x: np.ndarray, y: np.ndarray
 ) -> GaussianProcessRegressor:
     """Condition on more points with the fitted hyperparameters (no re-optimization)."""
-    refit = type(model)(kernel=model.kernel_, normalize_y=model.normalize_y, optimizer=None)
+    refit = GaussianProcessRegressor(kernel=model.kernel_, normalize_y=True, optimizer=None)
     return refit.fit(x, y)
 
 

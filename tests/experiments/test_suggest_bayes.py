@@ -12,7 +12,6 @@ from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
-from experiments.suggest import bayes as bayes_module
 from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, predict, recommend
 from experiments.suggest.gaussian_process import (
     Encoder,
@@ -20,7 +19,6 @@ from experiments.suggest.gaussian_process import (
     indistinguishable,
     mean_and_sd,
     noise_variance,
-    refit,
     signal_variance,
     training_rows,
 )
@@ -424,14 +422,12 @@ def test_a_point_is_indistinguishable_from_a_run_only_when_noise_hides_the_diffe
     assert indistinguishable(exact, near).tolist() == [False]
 
 
-@pytest.mark.parametrize("pessimistic", [False, True])
-def test_the_mean_and_its_deviation_are_what_scikit_learn_predicts_without_the_noise(pessimistic):
+def test_the_mean_and_its_deviation_are_what_scikit_learn_predicts_without_the_noise():
     # mean_and_sd computes the posterior from the fitted model's own factors (one kernel
     # evaluation for EI and the near-repeat rule): it must stay what predict() says.
     rng = np.random.default_rng(1)
     x = rng.uniform(-1.0, 1.0, (50, 3))
-    y = np.sin(3.0 * x[:, 0]) + x[:, 1] + rng.normal(0.0, 0.2, 50)
-    model = fit(x, y, seed=0, pessimistic=pessimistic)
+    model = fit(x, np.sin(3.0 * x[:, 0]) + x[:, 1] + rng.normal(0.0, 0.2, 50), seed=0)
     points = rng.uniform(-1.0, 1.0, (200, 3))
     mean, sd = mean_and_sd(model, points)
     expected_mean, total_sd = model.predict(points, return_std=True)
@@ -631,49 +627,3 @@ def test_a_noisy_shape_is_never_fitted_as_all_noise():
     # The noise is about the shape's size: either may be called larger, neither a thousandth.
     assert max(noise_over_signal(s, True) for s in range(20)) < 100.0
     assert sum(noise_over_signal(s, False) > 100.0 for s in range(20)) >= 2
-
-
-def test_a_pessimistic_model_expects_a_poor_run_far_from_every_run():
-    # Runs in one corner of six factors: at the opposite corner the usual model expects their
-    # mean, the pessimistic one a deviation less; near the runs both follow the data.
-    rng = np.random.default_rng(6)
-    x = rng.uniform(-1.0, -0.6, (25, 6))
-    y = 10.0 + np.sum(x, axis=1) + rng.normal(0.0, 0.05, 25)
-    far, near = np.ones((1, 6)), x[:1]
-    usual, pessimistic = fit(x, y, seed=0), fit(x, y, seed=0, pessimistic=True)
-    assert mean_and_sd(usual, far)[0][0] == pytest.approx(np.mean(y), abs=0.1)
-    assert mean_and_sd(pessimistic, far)[0][0] == pytest.approx(np.mean(y) - np.std(y), abs=0.1)
-    for model in (usual, pessimistic):
-        assert mean_and_sd(model, near)[0][0] == pytest.approx(y[0], abs=0.1)
-    # Refitting on more points (the kriging believer) keeps the prior mean below the runs'.
-    more = np.append(y, np.mean(y))
-    again = refit(pessimistic, np.vstack([x, far]), more)
-    assert float(np.atleast_1d(again._y_train_mean)[0]) == pytest.approx(
-        np.mean(more) - np.std(more)
-    )
-
-
-def test_noisy_runs_of_a_peak_inside_six_factors_keep_the_search_off_the_faces(monkeypatch):
-    # 20 noisy runs of a peak inside six continuous factors, ten seeds: with the runs' mean as
-    # prior mean, expected improvement is largest where the runs are fewest, on the faces and
-    # corners of the region; with a prior mean a deviation below theirs far less often.
-    sp = space(*({"name": f"x{i}", "low": -1.0, "high": 1.0} for i in range(6)))
-    peak = np.array([0.3, -0.2, 0.1, 0.4, -0.3, 0.2])
-
-    def coordinates_on_faces() -> int:
-        count = 0
-        for seed in range(10):
-            rng = np.random.default_rng(seed)
-            configs = [sp.decode(rng.uniform(-1.0, 1.0, 6)) for _ in range(20)]
-            values = [
-                float(np.exp(-4.0 * np.sum((np.array(list(c.values())) - peak) ** 2)))
-                + rng.normal(0.0, 0.05)
-                for c in configs
-            ]
-            (s,) = bayes(sp, configs, values, seed=seed)
-            count += sum(abs(v) > 0.99 for v in s.config.values())
-        return count
-
-    pessimistic = coordinates_on_faces()
-    monkeypatch.setattr(bayes_module, "_objective_model", lambda space, x, y, seed: fit(x, y, seed))
-    assert pessimistic <= 6 and coordinates_on_faces() >= 2 * pessimistic
