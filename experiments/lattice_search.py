@@ -35,6 +35,11 @@ _CHUNK = 20_000
 # Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
 _JOINT_NEIGHBOURS = 6
 _MAX_MOVES = 10_000
+# Passes over the factors from one start of the coordinate-wise search. Scores of the same point
+# scored in different batches can differ in their last bits, so near-ties (an expected
+# improvement of 1e-300 everywhere far from the runs) can trade places forever; a search that
+# converges takes a handful of passes.
+_MAX_PASSES = 50
 # The finest step, in coded units, on a continuous factor (a 400th of its range).
 _FINEST = 0.005
 # Nelder-Mead's first simplex reaches this far (coded units) from the point it polishes, and
@@ -221,9 +226,9 @@ def _coordinate(lattice: Lattice, counter: _Counter, starts: list[list[int]]) ->
     best_score, best = -math.inf, list(starts[0])
     for start in starts:
         index = list(start)
-        improved = True
-        while improved:
-            improved = False
+        improved, passes = True, 0
+        while improved and passes < _MAX_PASSES:
+            improved, passes = False, passes + 1
             for f, size in enumerate(lattice.sizes):
                 rows = np.tile(index, (size, 1))
                 rows[:, f] = np.arange(size)

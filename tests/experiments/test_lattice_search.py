@@ -46,6 +46,23 @@ def test_over_budget_the_search_is_coordinate_wise_and_counts_distinct_points():
     assert found.searched < 20 * 20 and found.feasible == found.searched
 
 
+@pytest.mark.timeout(60)
+def test_the_coordinate_search_ends_when_scores_of_a_point_differ_from_batch_to_batch():
+    # Near-ties scored in different batches can trade places by their last bits; here each
+    # batch puts its best one step further along, so a factor always "improves": the search
+    # must still end.
+    grid = [list(range(1, 100_001, 5_000)), list(range(1, 100_001, 5_000))]
+    lattice = Lattice(WIDE, grid)
+    calls = itertools.count()
+
+    def shifting(index: np.ndarray) -> np.ndarray:
+        return (np.arange(len(index)) == next(calls) % len(index)).astype(float)
+
+    found = search(lattice, shifting, budget=10)
+    assert found.search == "coordinate"
+    assert all(1 <= v <= 100_000 for v in lattice.config(found.index).values())
+
+
 def test_infeasible_points_are_never_chosen_and_not_counted_feasible():
     space = FactorSpace.from_dicts(
         [{"name": n, "kind": "integer", "low": 0, "high": 6} for n in ("x", "y")]
