@@ -35,10 +35,10 @@ _CHUNK = 20_000
 # Up to this many integer factors every +-1 combination is a neighbour, beyond it one at a time.
 _JOINT_NEIGHBOURS = 6
 _MAX_MOVES = 10_000
-# Passes over the factors from one start of the coordinate-wise search. Scores of the same point
-# scored in different batches can differ in their last bits, so near-ties (an expected
-# improvement of 1e-300 everywhere far from the runs) can trade places forever; a search that
-# converges takes a handful of passes.
+# Passes over the factors from one start of the coordinate-wise search. A score need not give
+# the same point the same value in every batch (rounding differs with a batch's shape), so
+# near-ties can trade places forever: one race of Hartmann-6 with a pessimistic prior mean spent
+# over 20 minutes here. A search that converges takes a handful of passes.
 _MAX_PASSES = 50
 # The finest step, in coded units, on a continuous factor (a 400th of its range).
 _FINEST = 0.005

@@ -20,7 +20,8 @@ import numpy as np
 from experiments.blas import one_blas_thread
 
 # CPU seconds of `_reference_work` on the machine the limits were checked on (2026-11-27's,
-# best of five, idle), where a 10-factor linear D-optimal design takes 28 ms.
+# best of five, beside a running test suite), where a 10-factor linear D-optimal design took
+# 28 ms of CPU beside it.
 REFERENCE_SECONDS = 0.022
 T = TypeVar("T")
 
