@@ -26,13 +26,9 @@ REFERENCE_SECONDS = 0.022
 T = TypeVar("T")
 
 
-def cpu_seconds(repeats: int, work: Callable[[], object]) -> float:
-    """The least CPU time of this process over `repeats` calls of `work`."""
-    return _timed(repeats, work)[0]
-
-
 def _timed(repeats: int, work: Callable[[], T]) -> tuple[float, T]:
-    """The least CPU time over `repeats` calls of `work`, and what the last call returned."""
+    """The least CPU time of this process over `repeats` calls of `work`, and what the last
+    call returned."""
     timings = []
     collecting = gc.isenabled()
     gc.disable()
@@ -51,7 +47,7 @@ def _timed(repeats: int, work: Callable[[], T]) -> tuple[float, T]:
 def slowdown() -> float:
     """How many times longer than on the limits' machine the reference work takes here, at
     least 1: a faster machine keeps the limits as they are."""
-    return max(1.0, cpu_seconds(5, _reference_work) / REFERENCE_SECONDS)
+    return max(1.0, _timed(5, _reference_work)[0] / REFERENCE_SECONDS)
 
 
 def assert_within(limit: float, repeats: int, work: Callable[[], T]) -> T:
