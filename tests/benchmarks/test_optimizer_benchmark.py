@@ -221,7 +221,7 @@ def test_tpe_tells_failures_and_recommends_its_best_feasible_trial():
 
 
 def test_tiny_run_end_to_end():
-    results = run_all(["branin"], ["random", "bayes"], seeds=1, budget=12, jobs=1)
+    results = run_all(["branin"], ["random", "bayes"], seeds=range(1), budget=12, jobs=1)
     assert [(r.problem, r.method, r.seed) for r in results] == [
         ("branin", "random", 0),
         ("branin", "bayes", 0),
@@ -259,31 +259,38 @@ def test_tiny_run_end_to_end():
 
 
 def test_budget_aware_method_gets_a_run_per_budget():
-    (result,) = run_all(["branin"], ["auto"], seeds=1, budget=20, jobs=1)
+    (result,) = run_all(["branin"], ["auto"], seeds=range(1), budget=20, jobs=1)
     assert set(result.budget_races) == {"10"}  # the main race is the run at 20
     assert len(result.budget_races["10"].truths) <= 10
     assert list(result.best_at) == list(result.rec_at) == ["10", "20"]
 
 
 def test_an_earlier_run_is_reused_for_the_methods_not_run_again(tmp_path):
-    results = run_all(["branin"], ["random", "auto"], seeds=2, budget=20, jobs=1)
+    results = run_all(["branin"], ["random", "auto"], seeds=range(1, 3), budget=20, jobs=1)
+    assert sorted({r.seed for r in results}) == [1, 2]
     path = tmp_path / "earlier.json"
-    arguments = {"budget": 20, "seeds": 2, "problems": ["branin"], "json": path}
+    arguments = {"budget": 20, "seeds": 2, "first_seed": 1, "problems": ["branin"], "json": path}
     write_json(path, arguments, results, wall=1.0)
     # The run that reuses it runs auto again: random comes from the file, whole.
-    reused = reused_results(path, ["branin"], ["auto"], seeds=2, budget=20)
+    reused = reused_results(path, ["branin"], ["auto"], seeds=range(1, 3), budget=20)
     assert reused == [r for r in results if r.method == "random"]
-    assert reused_results(path, ["branin"], ["grid"], seeds=1, budget=20) == [
-        r for r in results if r.seed == 0
+    assert reused_results(path, ["branin"], ["grid"], seeds=range(2, 3), budget=20) == [
+        r for r in results if r.seed == 2
     ]
-    assert reused_results(None, ["branin"], ["auto"], seeds=2, budget=20) == []
+    assert reused_results(None, ["branin"], ["auto"], seeds=range(1, 3), budget=20) == []
     for seeds, budget, problems in [
-        (3, 20, ["branin"]),
-        (2, 60, ["branin"]),
-        (2, 20, ["simulated"]),
+        (range(0, 2), 20, ["branin"]),
+        (range(1, 4), 20, ["branin"]),
+        (range(1, 3), 60, ["branin"]),
+        (range(1, 3), 20, ["simulated"]),
     ]:
         with pytest.raises(SystemExit, match="--reuse"):
             reused_results(path, problems, ["auto"], seeds=seeds, budget=budget)
+    # A file written before --first-seed holds seeds from 0.
+    del arguments["first_seed"]
+    write_json(path, arguments, results, wall=1.0)
+    with pytest.raises(SystemExit, match="on seeds 0-1; this run needs budget 20 on seeds 1-2"):
+        reused_results(path, ["branin"], ["auto"], seeds=range(1, 3), budget=20)
 
 
 class Exploding:
