@@ -579,6 +579,8 @@ def main() -> None:
         " service's code does not change, need not run again",
     )
     args = parser.parse_args()
+    if args.seeds < 1 or args.first_seed < 0:
+        parser.error("--seeds must be at least 1 and --first-seed at least 0")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     reused = reused_results(args.reuse, args.problems, args.methods, seeds, args.budget)
     console = Console(width=max(Console().width, 200))

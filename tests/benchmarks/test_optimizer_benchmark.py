@@ -11,6 +11,7 @@ from rich.console import Console
 from benchmarks.optimizer import (
     error_lines,
     goals_table,
+    main,
     problem_table,
     race,
     reused_results,
@@ -291,6 +292,15 @@ def test_an_earlier_run_is_reused_for_the_methods_not_run_again(tmp_path):
     write_json(path, arguments, results, wall=1.0)
     with pytest.raises(SystemExit, match="on seeds 0-1; this run needs budget 20 on seeds 1-2"):
         reused_results(path, ["branin"], ["auto"], seeds=range(1, 3), budget=20)
+
+
+@pytest.mark.parametrize("arguments", [["--seeds", "0"], ["--first-seed", "-1"]])
+def test_seeds_out_of_range_are_refused_before_any_race(monkeypatch, capsys, arguments):
+    monkeypatch.setattr("sys.argv", ["optimizer.py", *arguments])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 2
+    assert "--seeds must be at least 1 and --first-seed at least 0" in capsys.readouterr().err
 
 
 class Exploding:
