@@ -31,7 +31,7 @@ Figures, each as median [25th, 75th percentile] over the seeds:
 with that budget. Tasks (problem, method, seed) run in `--jobs` processes with one BLAS thread;
 `--reuse` takes the results of the methods not in `--methods` from an earlier `--json` file.
 `--first-seed` runs seeds that no earlier decision was judged on: a change kept because it did
-well on seeds 0-19 is favoured on them, and its figures there flatter it.
+well on seeds 0-19 is favoured on them.
 
 Last, the issue's goals, each PASS or FAIL: on every problem the median rec. trials to 2 % of
 `auto` at most 0.5 x the best peer's and at most 25 on `simulated`; the recommendation at 40
