@@ -226,15 +226,16 @@ def _coordinate(lattice: Lattice, counter: _Counter, starts: list[list[int]]) ->
     best_score, best = -math.inf, list(starts[0])
     for start in starts:
         index = list(start)
-        improved, passes = True, 0
-        while improved and passes < _MAX_PASSES:
-            improved, passes = False, passes + 1
+        for _ in range(_MAX_PASSES):
+            improved = False
             for f, size in enumerate(lattice.sizes):
                 rows = np.tile(index, (size, 1))
                 rows[:, f] = np.arange(size)
                 scores = counter(rows, distinct=True)
                 if scores.max() > scores[index[f]]:
                     index[f], improved = int(scores.argmax()), True
+            if not improved:
+                break
         current = float(counter(np.array([index]), distinct=True)[0])
         if current > best_score:
             best_score, best = current, index
