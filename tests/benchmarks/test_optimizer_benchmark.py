@@ -12,6 +12,7 @@ from benchmarks.optimizer import (
     error_lines,
     goals_table,
     main,
+    paired_by_seed,
     problem_table,
     race,
     reused_results,
@@ -257,6 +258,33 @@ def test_tiny_run_end_to_end():
     assert error_lines(results) == []
     failed = dataclasses.replace(results[0], errors=["budget 12: ValueError: boom"])
     assert error_lines([failed]) == ["error, branin random, seeds 0: budget 12: ValueError: boom"]
+
+
+def test_methods_are_compared_seed_by_seed_on_the_seeds_both_ran():
+    (base,) = run_all(["branin"], ["random"], seeds=range(1), budget=10, jobs=1)
+
+    def results(method: str, trials: list[int]) -> list:
+        return [
+            dataclasses.replace(base, method=method, seed=seed, rec_trials_to={"2": n, "5": n})
+            for seed, n in enumerate(trials)
+        ]
+
+    # Seed 4 only ours ran; 11 (never, at budget 10) against 11 is a tie.
+    ours = results("bayes", [3, 8, 11, 5, 2])
+    other = results("random", [6, 8, 11, 4])
+    duel = paired_by_seed(ours, other)
+    assert (duel.ahead, duel.behind, duel.tied) == (1, 1, 2)
+    assert duel.p_value() == pytest.approx(1.0)
+    assert duel.text() == "1 ahead, 1 behind, 2 tied (sign test p = 1)"
+    # Ahead in every one of 8 seeds: two-sided sign test 2 / 2^8.
+    sweep = paired_by_seed(results("bayes", [1] * 8), results("random", [5] * 8))
+    assert sweep.p_value() == pytest.approx(2 / 256)
+    assert paired_by_seed(ours[2:3], other[2:3]).text() == "0 ahead, 0 behind, 1 tied"
+    out = io.StringIO()
+    Console(file=out, width=200).print(goals_table([*ours, *other], ["branin"], "bayes"))
+    text = out.getvalue()
+    assert "ahead of random seed by seed" in text and "1 ahead, 1 behind, 2 tied" in text
+    assert "FAIL" in text  # as many seeds behind as ahead is not ahead
 
 
 def test_budget_aware_method_gets_a_run_per_budget():
