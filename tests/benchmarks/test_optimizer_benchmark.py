@@ -263,19 +263,27 @@ def test_tiny_run_end_to_end():
 def test_methods_are_compared_seed_by_seed_on_the_seeds_both_ran():
     (base,) = run_all(["branin"], ["random"], seeds=range(1), budget=10, jobs=1)
 
-    def results(method: str, trials: list[int]) -> list:
+    def results(method: str, trials: list[int], end: float = 90.0) -> list:
         return [
-            dataclasses.replace(base, method=method, seed=seed, rec_trials_to={"2": n, "5": n})
+            dataclasses.replace(
+                base, method=method, seed=seed, rec_trials_to={"2": n, "5": n}, rec_at={"10": end}
+            )
             for seed, n in enumerate(trials)
         ]
 
-    # Seed 4 only ours ran; 11 (never, at budget 10) against 11 is a tie.
+    # Seed 4 only ours ran; 8 against 8 is a tie, and so is 11 (never, at budget 10) against
+    # 11 when both recommendations end as near the optimum.
     ours = results("bayes", [3, 8, 11, 5, 2])
     other = results("random", [6, 8, 11, 4])
     duel = paired_by_seed(ours, other)
     assert (duel.ahead, duel.behind, duel.tied) == (1, 1, 2)
     assert duel.p_value() == pytest.approx(1.0)
     assert duel.text() == "1 ahead, 1 behind, 2 tied (sign test p = 1)"
+    # Where neither got there, the recommendation that ends nearer the optimum is ahead.
+    nearer = paired_by_seed(results("bayes", [11, 11], 95.0), results("random", [11, 3], 97.0))
+    assert (nearer.ahead, nearer.behind, nearer.tied) == (0, 2, 0)
+    farther = paired_by_seed(results("bayes", [11], 97.0), results("random", [11], 95.0))
+    assert (farther.ahead, farther.behind, farther.tied) == (1, 0, 0)
     # Ahead in every one of 8 seeds: two-sided sign test 2 / 2^8.
     sweep = paired_by_seed(results("bayes", [1] * 8), results("random", [5] * 8))
     assert sweep.p_value() == pytest.approx(2 / 256)
