@@ -288,11 +288,17 @@ def test_methods_are_compared_seed_by_seed_on_the_seeds_both_ran():
     sweep = paired_by_seed(results("bayes", [1] * 8), results("random", [5] * 8))
     assert sweep.p_value() == pytest.approx(2 / 256)
     assert paired_by_seed(ours[2:3], other[2:3]).text() == "0 ahead, 0 behind, 1 tied"
-    out = io.StringIO()
-    Console(file=out, width=200).print(goals_table([*ours, *other], ["branin"], "bayes"))
-    text = out.getvalue()
-    assert "ahead of random seed by seed" in text and "1 ahead, 1 behind, 2 tied" in text
-    assert "FAIL" in text  # as many seeds behind as ahead is not ahead
+    # The goals name the peer it is least ahead of: as many seeds behind as ahead is not ahead.
+    weaker = [dataclasses.replace(r, method="tpe", rec_trials_to={"2": 11, "5": 11}) for r in other]
+    for peers, closest, measured, verdict in [
+        (other + weaker, "random", "1 ahead, 1 behind, 2 tied", "FAIL"),
+        (weaker, "tpe", "3 ahead, 0 behind, 1 tied", "PASS"),
+    ]:
+        out = io.StringIO()
+        Console(file=out, width=200).print(goals_table([*ours, *peers], ["branin"], "bayes"))
+        (row,) = [line for line in out.getvalue().splitlines() if "seed by seed" in line]
+        assert f"ahead of every peer seed by seed (closest: {closest})" in row
+        assert measured in row and verdict in row
 
 
 def test_budget_aware_method_gets_a_run_per_budget():
