@@ -6,6 +6,17 @@ The incumbent is the best *predicted* mean at an observed configuration, not the
 measurement, so one lucky noisy run does not make every honest candidate look hopeless (the
 "plug-in" EI for noisy observations, Picheny et al. 2013).
 
+Two Gaussian processes judge and search. The judge models the runs as measured: it recommends,
+decides replicates and the end of a budget, and gives every figure a user reads (a prediction,
+its uncertainty, the expected improvement the loop's stop rule compares with its threshold). The
+search models the runs through the output warp (`experiments.suggest.output_warping`), and its
+expected improvement chooses the next configuration; while there are fewer than three runs per
+model column, or the warp leaves the runs as they are (no long upper tail), the two are one
+model. Measured with `auto` on seeds 20-39 (budget 60),
+median trials until the recommendation stays within 2 %: Hartmann-6 59.5 -> 42.5 with a warp
+of free power; with the warp also judging, 8 % noise 40.5 -> 56, against 47 with the judge
+unwarped.
+
 Candidates are the lattice of `experiments.lattice` (every integer of an integer factor while it
 stays small, else a coarse grid, plus the observed values), searched by the same
 `experiments.lattice_search` as the optimum of a fitted model: whole when it has at most
@@ -94,6 +105,7 @@ from experiments.suggest.gaussian_process import (
     training_rows,
 )
 from experiments.suggest.knowledge_gradient import recommendation_gain
+from experiments.suggest.output_warping import Warp
 
 __all__ = [
     "FINAL_SHARE",
@@ -263,8 +275,9 @@ class _Fitted:
     space: FactorSpace
     encoder: Encoder
     x_fit: np.ndarray
-    t_fit: np.ndarray
-    model: GaussianProcessRegressor
+    w_fit: np.ndarray  # the warped responses `search` learned from, at the rows `x_fit`
+    model: GaussianProcessRegressor  # the judge: of the responses as measured
+    search: GaussianProcessRegressor  # of the warped responses (`output_warping`)
     guards: list[_Guard]
     fidelity: Fidelity | None
     measured: frozenset[tuple[Value, ...]]  # every configuration run, at its own length
@@ -298,6 +311,17 @@ class _Fitted:
         keep = training_rows(x_fit, t_fit)
         x_fit, t_fit = x_fit[keep], t_fit[keep]
         model = fit(x_fit, t_fit, seed)
+        # Why: as with noise, a few runs look skewed or not by chance; a power fitted to them
+        # tells of the sample more than of the response. Measured (auto, seeds 20-39): with the
+        # warp from the eighth run on, 8 % noise took 47.5 trials to 2 % (17/20 seeds; 2 seeds
+        # ahead of no warp, 6 behind), with this rule 40.5 (19/20; 19 seeds as without a warp);
+        # Hartmann-6 42.5 and 48.5 (without a warp 59.5).
+        judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
+        search, w_fit = model, t_fit
+        warp = Warp.of(target)
+        if judged and not warp.identity:
+            w_fit = warp.forward(t_fit)
+            search = fit(x_fit, w_fit, seed)
         measured = keep[keep < len(target)]
         guards = [
             _Guard(
@@ -314,7 +338,6 @@ class _Fitted:
         # Why: a model that blames most of the variation on noise learns more from a
         # replicate; but only with runs enough to tell noise from shape (a few runs look like
         # noise to any model).
-        judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
         repeats_allowed = judged and noise_variance(model) > signal_variance(model)
         excluded = set() if repeats_allowed else {space.key(c) for c in observed}
         excluded |= {space.key(c) for c in broken}
@@ -335,8 +358,9 @@ class _Fitted:
             space,
             encoder,
             x_fit,
-            t_fit,
+            w_fit,
             model,
+            search,
             guards,
             fidelity,
             frozenset(space.key(c) for c in observed),
@@ -462,8 +486,12 @@ def _batch(
     )
     excluded = set(fitted.excluded)
     suggestions: list[Suggestion] = []
-    current, xs, ts, best = fitted.model, fitted.x_fit, fitted.t_fit, incumbent.mean
     fidelity, leaders = fitted.fidelity, incumbent.ranked[:_LEADERS]
+    # What a user reads, and what the replicate rule weighs, is the judge's expected improvement.
+    judged_gain = _scorer(fitted.model, incumbent.mean, guards, fidelity)
+    current, xs, ws = fitted.search, fitted.x_fit, fitted.w_fit
+    at_incumbent = encoder.features([[incumbent.config[n] for n in space.names]])
+    best = float(mean_and_sd(current, at_incumbent)[0][0])
     first = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
     replicate = fitted.promotion(sign)
     if replicate is None and first is not None and fitted.judged and final:
@@ -472,20 +500,21 @@ def _batch(
         if "replicate" not in point_types[-_CHALLENGE_SPACING:]:
             replicate = fitted.challenge(sign)
         if replicate is None and "replicate" not in point_types[-_REPLICATE_SPACING:]:
-            replicate = incumbent.replicate(space, sign, first[1])
+            gain = float(judged_gain(encoder.features([first[0]]))[0])
+            replicate = incumbent.replicate(space, sign, gain)
     if replicate is not None:
         suggestions.append(replicate)
         excluded.add(space.key(replicate.config))
         point = encoder.features([[replicate.config[n] for n in space.names]])
-        xs, ts = np.vstack([xs, point]), np.append(ts, replicate.predicted * sign)
-        current = refit(current, xs, ts)
+        xs, ws = np.vstack([xs, point]), np.append(ws, mean_and_sd(current, point)[0])
+        current = refit(current, xs, ws)
     while len(suggestions) < count:
         pick = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
         if pick is None:
             break
-        row, ei = pick
-        config = space.check_config(dict(zip(space.names, row, strict=True)))
-        point = encoder.features([row])
+        config = space.check_config(dict(zip(space.names, pick[0], strict=True)))
+        point = encoder.features([pick[0]])
+        ei = float(judged_gain(point)[0])
         suggestions.append(_suggestion(fitted, config, point, ei, sign, len(suggestions)))
         excluded.add(space.key(config))
         # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
@@ -495,8 +524,8 @@ def _batch(
             best = max(best, float(believed_full[0]))
         else:
             best = max(best, float(believed[0]))
-        xs, ts = np.vstack([xs, point]), np.append(ts, believed[0])
-        current = refit(current, xs, ts)
+        xs, ws = np.vstack([xs, point]), np.append(ws, believed[0])
+        current = refit(current, xs, ws)
     return suggestions
 
 
@@ -513,7 +542,7 @@ def _suggestion(
         strategy="bayes",
         point_type="bayes",
         reason=_reason(fitted.space, config, outcome, sign, position)
-        + ("" if fidelity is None else fidelity.sentence(fitted.model, point))
+        + ("" if fidelity is None else fidelity.sentence(fitted.search, point))
         + _limits_sentence(fitted.guards, at_target),
         predicted=predicted,
         uncertainty=float(sd[0]),

@@ -12,7 +12,14 @@ from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
-from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes, bayes_batch, predict, recommend
+from experiments.suggest.bayes import (
+    MAX_CHALLENGE_RUNS,
+    _Fitted,
+    bayes,
+    bayes_batch,
+    predict,
+    recommend,
+)
 from experiments.suggest.gaussian_process import (
     Encoder,
     fit,
@@ -22,6 +29,7 @@ from experiments.suggest.gaussian_process import (
     signal_variance,
     training_rows,
 )
+from experiments.suggest.output_warping import Warp
 from tests.timing import assert_within
 
 
@@ -627,3 +635,30 @@ def test_a_noisy_shape_is_never_fitted_as_all_noise():
     # The noise is about the shape's size: either may be called larger, neither a thousandth.
     assert max(noise_over_signal(s, True) for s in range(20)) < 100.0
     assert sum(noise_over_signal(s, False) > 100.0 for s in range(20)) >= 2
+
+
+def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measured():
+    # Most runs near zero and a few high, as on Hartmann-6: the model that chooses where to
+    # search learns the warped runs, which pull the long upper tail in; the recommendation and
+    # every figure a suggestion shows come from the model of the runs as measured.
+    sp = space(*({"name": n, "kind": "continuous", "low": 0.0, "high": 1.0} for n in "xyz"))
+    rng = np.random.default_rng(4)
+    configs = [sp.decode(rng.uniform(-1, 1, 3)) for _ in range(20)]
+    values = [
+        3.0 * math.exp(-8.0 * ((c["x"] - 0.3) ** 2 + (c["y"] - 0.6) ** 2 + (c["z"] - 0.4) ** 2))
+        for c in configs
+    ]
+    observed = [sp.check_config(c) for c in configs]
+    fitted = _Fitted.of(sp, observed, np.array(values), [], [], None, 0)
+    warp = Warp.of(np.array(values))
+    assert warp.power < 1.0 and fitted.search is not fitted.model
+    assert fitted.w_fit == pytest.approx(warp.forward(np.array(values)))
+    (s,), deploy = bayes_batch(sp, configs, values, seed=0)
+    ((mean, sd),) = predict(sp, configs, values, [s.config], seed=0) or []
+    assert s.predicted == pytest.approx(mean) and s.uncertainty == pytest.approx(sd)
+    assert deploy.predicted == pytest.approx(max(values), rel=1e-3)
+    # A throughput's runs, a long lower tail: the warp leaves them as they are, and one model
+    # does both.
+    starved = 1.0 - np.array(values)
+    flat = _Fitted.of(sp, observed, starved, [], [], None, 0)
+    assert flat.search is flat.model
