@@ -1,13 +1,14 @@
 """Output warping: the response as the search's Gaussian process models it.
 
 A Gaussian process assumes the response is Gaussian around its mean. Benchmarks rarely are:
-most of Hartmann-6's cube is near zero with a few sharp peaks, and a cluster's throughput is
-flat near its best with a long tail of starved or failing configurations. So the model that
-chooses where to search sees the standardized response through the Yeo-Johnson power transform
-(Yeo & Johnson 2000; HEBO warps its outputs so, Cowen-Rivers et al. 2022), its power chosen by
-maximum likelihood. A long tail of poor runs then no longer holds the prior mean (the runs'
-mean) high above most of the region, which made every unexplored corner of Hartmann-6 look
-promising.
+most of Hartmann-6's cube is near zero with a few sharp peaks (a long upper tail), and a
+cluster's throughput is flat near its best with a long lower tail of starved or failing
+configurations. So the model that chooses where to search sees the standardized response
+through the Yeo-Johnson power transform (Yeo & Johnson 2000; HEBO warps its outputs so,
+Cowen-Rivers et al. 2022), its power chosen by maximum likelihood and at most 1: a long upper
+tail is pulled in, a long lower one left as it is. A few outstanding runs then no longer hold
+the model's value far from every run (the runs' mean) above most of the region, which made every
+unexplored corner of Hartmann-6 look promising.
 """
 
 from __future__ import annotations
