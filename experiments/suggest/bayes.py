@@ -297,14 +297,14 @@ class _Fitted:
         seed: int,
     ) -> _Fitted:
         encoder = Encoder(space)
-        x = encoder.features([[c[n] for n in space.names] for c in observed])
+        x = encoder.of_configs(observed)
         broken = [space.check_config(c, in_region=False) for c in failed]
         x_fit, t_fit = x, target
         if broken:
             # A configuration whose trial failed counts as the worst result so far, so the
             # model steers away from where trials fail (too many connections, too many nodes)
             # instead of only never repeating that exact point.
-            failed_x = encoder.features([[c[n] for n in space.names] for c in broken])
+            failed_x = encoder.of_configs(broken)
             x_fit = np.vstack([x, failed_x])
             t_fit = np.append(target, np.full(len(broken), target.min()))
         keep = training_rows(x_fit, t_fit)
@@ -428,7 +428,7 @@ class _Fitted:
         point of highest expected improvement); None when it does not. With a fidelity the
         contenders run at the full length, and gains are compared per second of trial."""
         space, encoder, contenders = self.space, self.encoder, self.deploy.ranked
-        rows = encoder.features([[c[n] for n in space.names] for c in contenders])
+        rows = encoder.of_configs(contenders)
         run = encoder.features([pick])
         judged = run if self.fidelity is None else self.fidelity.targeted(run)
         mean, covariance, noise = posterior_covariance(self.model, np.vstack([rows, judged, run]))
@@ -490,7 +490,7 @@ def _batch(
     # What a user reads, and what the replicate rule weighs, is the judge's expected improvement.
     judged_gain = _scorer(fitted.model, incumbent.mean, guards, fidelity)
     current, xs, ws = fitted.search, fitted.x_fit, fitted.w_fit
-    at_incumbent = encoder.features([[incumbent.config[n] for n in space.names]])
+    at_incumbent = encoder.of_configs([incumbent.config])
     best = float(mean_and_sd(current, at_incumbent)[0][0])
     first = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
     replicate = fitted.promotion(sign)
@@ -505,10 +505,13 @@ def _batch(
     if replicate is not None:
         suggestions.append(replicate)
         excluded.add(space.key(replicate.config))
-        point = encoder.features([[replicate.config[n] for n in space.names]])
+        point = encoder.of_configs([replicate.config])
         xs, ws = np.vstack([xs, point]), np.append(ws, mean_and_sd(current, point)[0])
         current = refit(current, xs, ws)
     while len(suggestions) < count:
+        # Not a repeat of `first` when no replicate leads: that search appended the values it
+        # moved through to the lattice, and this one starts from the finer lattice (reusing
+        # `first` changed the races).
         pick = pool.best(_scorer(current, best, guards, fidelity), excluded, leaders)
         if pick is None:
             break
@@ -567,10 +570,10 @@ def predict(
     except DomainError:
         return None
     encoder = Encoder(space)
-    x = encoder.features([[c[n] for n in space.names] for c in observed])
+    x = encoder.of_configs(observed)
     keep = training_rows(x, y)
     model = fit(x[keep], y[keep], seed)
-    mean, sd = mean_and_sd(model, encoder.features([[p[n] for n in space.names] for p in points]))
+    mean, sd = mean_and_sd(model, encoder.of_configs(points))
     return [(float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
 
 

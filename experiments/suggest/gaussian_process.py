@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,6 +103,10 @@ class Encoder:
             columns = [np.array([row[i] for row in rows], float) for i in self._load.factors]
             blocks.append(self._load.features(columns))
         return np.hstack(blocks)
+
+    def of_configs(self, configs: Sequence[Mapping[str, Value]]) -> np.ndarray:
+        """The feature rows of configurations (a value per factor name)."""
+        return self.features([[c[f.name] for f in self.factors] for c in configs])
 
     def gathered(self, values: Sequence[Sequence[Value]], index: np.ndarray) -> np.ndarray:
         """The feature rows of lattice points: row r takes `values[f][index[r, f]]` for factor f.
