@@ -17,6 +17,9 @@ the busiest node paces the others (flow control holds the cluster to its slowest
 the optimum is a curved ridge across the factors, which a kernel of one length scale per
 factor learns only point by point.
 Predictions are of the *mean* response: the fitted noise is taken out of the standard deviation.
+A model may take as its prior mean the lowest response run instead of the runs' mean
+(`pessimistic`; De Ath, Fieldsend & Everson 2020, "What do you mean? The role of the mean function
+in Bayesian optimisation"): far from every run it then expects the worst seen, not the average.
 
 Fitting costs the cube of the runs and scoring candidates their square, so beyond
 `MAX_TRAINING_ROWS` runs the model learns from a subset (`training_rows`): the best third, where
@@ -217,15 +220,36 @@ def training_rows(x: np.ndarray, y: np.ndarray, limit: int = MAX_TRAINING_ROWS) 
     return np.sort(np.concatenate([best, np.array(picked, dtype=int)]))
 
 
+class _LowestMean(GaussianProcessRegressor):
+    """A Gaussian process whose prior mean is the lowest response run, its scale the responses'
+    standard deviation (as `normalize_y` scales them)."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> _LowestMean:
+        y = np.asarray(y, dtype=float)
+        low, spread = float(np.min(y)), float(np.std(y)) or 1.0
+        super().fit(X, (y - low) / spread)
+        # predict() and the posterior helpers below map back with these, as after normalize_y.
+        self._y_train_mean = np.array([low])
+        self._y_train_std = np.array([spread])
+        return self
+
+
 def fit(
-    x: np.ndarray, y: np.ndarray, seed: int, *, signal_prior: bool = True
+    x: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    *,
+    signal_prior: bool = True,
+    pessimistic: bool = False,
 ) -> GaussianProcessRegressor:
     """The Gaussian process fitted to features `x` and responses `y` (maximum a posteriori);
-    without `signal_prior`, the length scales' prior alone (the models of limited responses)."""
+    without `signal_prior`, the length scales' prior alone (the models of limited responses);
+    `pessimistic`: its prior mean the lowest of `y` (module doc), else their mean."""
     kernel = _kernel(x.shape[1])
-    model = GaussianProcessRegressor(
+    regressor = _LowestMean if pessimistic else GaussianProcessRegressor
+    model = regressor(
         kernel=kernel,
-        normalize_y=True,
+        normalize_y=not pessimistic,
         n_restarts_optimizer=_RESTARTS,
         random_state=seed,
         optimizer=_with_priors(
@@ -293,8 +317,9 @@ def _with_priors(lengths: slice, signal: slice) -> Optimizer:
 def refit(
     model: GaussianProcessRegressor, x: np.ndarray, y: np.ndarray
 ) -> GaussianProcessRegressor:
-    """Condition on more points with the fitted hyperparameters (no re-optimization)."""
-    refit = GaussianProcessRegressor(kernel=model.kernel_, normalize_y=True, optimizer=None)
+    """Condition on more points with the fitted hyperparameters and prior mean (no
+    re-optimization)."""
+    refit = type(model)(kernel=model.kernel_, normalize_y=model.normalize_y, optimizer=None)
     return refit.fit(x, y)
 
 

@@ -8,7 +8,8 @@ through the Yeo-Johnson power transform (Yeo & Johnson 2000; HEBO warps its outp
 Cowen-Rivers et al. 2022), its power chosen by maximum likelihood and at most 1: a long upper
 tail is pulled in, a long lower one left as it is. A few outstanding runs then no longer hold
 the model's value far from every run (the runs' mean) above most of the region, which made every
-unexplored corner of Hartmann-6 look promising.
+unexplored corner of Hartmann-6 look promising; the search's model (`suggest.bayes`) also takes
+the worst warped run as that value.
 """
 
 from __future__ import annotations

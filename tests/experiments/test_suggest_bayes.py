@@ -26,6 +26,7 @@ from experiments.suggest.gaussian_process import (
     indistinguishable,
     mean_and_sd,
     noise_variance,
+    refit,
     signal_variance,
     training_rows,
 )
@@ -637,6 +638,20 @@ def test_a_noisy_shape_is_never_fitted_as_all_noise():
     assert sum(noise_over_signal(s, False) > 100.0 for s in range(20)) >= 2
 
 
+def test_a_pessimistic_model_expects_the_worst_run_far_from_every_run():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1.0, 1.0, (15, 2))
+    y = np.exp(-4.0 * np.sum((x - 0.2) ** 2, axis=1))
+    far = np.array([[60.0, -60.0]])
+    worst = fit(x, y, seed=0, pessimistic=True)
+    average = fit(x, y, seed=0)
+    assert mean_and_sd(worst, far)[0][0] == pytest.approx(y.min(), abs=1e-6)
+    assert mean_and_sd(average, far)[0][0] == pytest.approx(y.mean(), abs=1e-6)
+    # The kriging believer's refit keeps the prior mean: the lowest of what it learns.
+    more = refit(worst, np.vstack([x, [[0.9, 0.9]]]), np.append(y, -1.0))
+    assert mean_and_sd(more, far)[0][0] == pytest.approx(-1.0, abs=1e-6)
+
+
 def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measured():
     # Most runs near zero and a few high, as on Hartmann-6: the model that chooses where to
     # search learns the warped runs, which pull the long upper tail in; the recommendation and
@@ -653,6 +668,10 @@ def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measur
     warp = Warp.of(np.array(values))
     assert warp.power < 1.0 and fitted.search is not fitted.model
     assert fitted.w_fit == pytest.approx(warp.forward(np.array(values)))
+    # Far from every run the search expects the worst run, the judge the runs' mean.
+    far = np.full((1, 3), 60.0)
+    assert mean_and_sd(fitted.search, far)[0][0] == pytest.approx(min(fitted.w_fit), abs=1e-6)
+    assert mean_and_sd(fitted.model, far)[0][0] == pytest.approx(np.mean(values), abs=1e-6)
     (s,), deploy = bayes_batch(sp, configs, values, seed=0)
     ((mean, sd),) = predict(sp, configs, values, [s.config], seed=0) or []
     assert s.predicted == pytest.approx(mean) and s.uncertainty == pytest.approx(sd)
