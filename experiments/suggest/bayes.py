@@ -327,8 +327,9 @@ class _Fitted:
             # poor, and with the runs' mean far from every run expected improvement chose the
             # faces and corners, where the runs are farthest apart. Measured (auto, seeds 0-39,
             # rec. to 2 %) against the runs' mean: Hartmann-6 39 (27/40 seeds) against 44
-            # (24/40), 35 seeds ahead, 4 behind; the latency limit 33 (38/40) against 35.5
-            # (30/40), 12-6, 22 tied; 8 % noise 40.5 either way (the warp acts in one seed).
+            # (24/40), 35 seeds ahead, 4 behind (seeds 40-79: 41 against 48.5, 34-5); the
+            # latency limit 33 (38/40) against 35.5 (30/40), 12-6, 22 tied; 8 % noise 40.5
+            # either way (the warp acts in one seed).
             # As every model's prior (4794f18, reverted) it cost the cluster problems, whose
             # runs have a long lower tail: there the warp, and with it this prior, stays out.
             search = fit(x_fit, w_fit, seed, pessimistic=True)
