@@ -507,9 +507,14 @@ def _print_optimum(
     )
     if optimum.get("on_edge"):
         console.print(
-            f"on the edge of the region: {escape(', '.join(optimum['on_edge']))} "
+            f"on the edge of the region: {escape(_ends(optimum['on_edge']))} "
             "(consider widening the range)"
         )
+
+
+def _ends(on_edge: Mapping[str, str]) -> str:
+    """E.g. "threads (high), nodes (low)"."""
+    return ", ".join(f"{name} ({end})" for name, end in on_edge.items())
 
 
 def _facts(title: str) -> Table:

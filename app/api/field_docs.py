@@ -216,7 +216,7 @@ GLOSSARY: dict[str, str] = {
     "neighbours_checked": "whether integer neighbours of the optimum were checked",
     "objective": "the response to optimize, its goal and its constraints",
     "ok": "whether the service answered",
-    "on_edge": "factors at an end of their range that a follow-up could widen",
+    "on_edge": "factors at an end of their range a follow-up could widen, each with its end",
     "optimization_id": "the optimization loop that made it, if any",
     "p_value": "p-value of its test",
     "path": "each step of backward elimination",

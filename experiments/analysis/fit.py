@@ -19,7 +19,7 @@ from experiments.analysis.diagnostics import box_cox, diagnostics
 from experiments.analysis.effects import ranked_effects
 from experiments.analysis.explain import BlockShifts, Explanation, Fit, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
-from experiments.analysis.predicted_optimum import predicted_optimum, widenable_edges
+from experiments.analysis.predicted_optimum import predicted_optimum
 from experiments.analysis.results import (
     Analysis,
     FactorEffect,
@@ -168,7 +168,7 @@ def _explanation(
         optimum=best.config,
         predicted=best.predicted,
         interval=(best.pi_low, best.pi_high),
-        on_edge=widenable_edges(fitted.space, fitted.observed, best.config, fitted.terms),
+        on_edge=best.on_edge,
         blocks=_block_shifts(fitted, terms, table) if fitted.blocks else None,
     )
 

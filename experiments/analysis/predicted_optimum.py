@@ -75,7 +75,7 @@ def predicted_optimum(
         ci_high=finite_or_none(frame["mean_ci_upper"].iloc[0]),
         pi_low=finite_or_none(frame["obs_ci_lower"].iloc[0]),
         pi_high=finite_or_none(frame["obs_ci_upper"].iloc[0]),
-        on_edge=list(widenable_edges(space, observed, config, terms)),
+        on_edge=widenable_edges(space, observed, config, terms),
         search=search.search,
         region="the hull of the observed runs" if region.cut_to_data else "the factor ranges",
         neighbours_checked=search.neighbours_checked,

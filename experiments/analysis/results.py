@@ -119,7 +119,7 @@ class Optimum:
     ci_high: float | None
     pi_low: float | None
     pi_high: float | None
-    on_edge: list[str]
+    on_edge: dict[str, str]  # factor -> the end it sits at, "low" or "high"
     search: str
     region: str
     neighbours_checked: bool
@@ -199,5 +199,6 @@ class Analysis:
             f"{format_optional(best.pi_high, '.4g')}]",
         ]
         if best.on_edge:
-            lines.append(f"  at the edge of the region in: {', '.join(best.on_edge)}")
+            ends = ", ".join(f"{name} ({end})" for name, end in best.on_edge.items())
+            lines.append(f"  at the edge of the region in: {ends}")
         return "\n".join(lines)

@@ -118,3 +118,23 @@ def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zer
     rows = {line.split("│")[1].strip(): line for line in out.getvalue().splitlines() if "│" in line}
     assert "not in the model" not in rows["nodes"]
     assert "8 (not in the model: any)" in rows["threads_per_client"]
+
+
+def test_the_optimum_names_each_factor_at_an_edge_with_its_end():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from client.console import _print_optimum
+
+    experiment = {
+        "objective": {"goal": "maximize"},
+        "factors": [{"name": "nodes"}, {"name": "threads_per_client"}],
+    }
+    optimum = {"config": {"nodes": 1, "threads_per_client": 64}, "predicted": 1500.0}
+    optimum |= dict.fromkeys(("ci_low", "ci_high", "pi_low", "pi_high"), 1400.0)
+    optimum["on_edge"] = {"threads_per_client": "high"}
+    analysis = {"response": "tps", "ranked_factors": [], "optimum": optimum}
+    out = StringIO()
+    _print_optimum(Console(file=out, width=120), experiment, analysis)
+    assert "on the edge of the region: threads_per_client (high)" in out.getvalue()

@@ -153,7 +153,7 @@ def test_montgomery_2x2_yield_first_order_model():
     assert best.predicted == pytest.approx(18.33 + 0.8333 * 25 - 5.00 * 1, abs=0.01)
     assert best.ci_low < best.predicted < best.ci_high
     assert best.pi_low < best.ci_low and best.ci_high < best.pi_high
-    assert best.on_edge == ["conc", "catalyst"]
+    assert best.on_edge == {"conc": "high", "catalyst": "low"}
 
 
 def test_montgomery_2x2_yield_minimum():
@@ -190,7 +190,7 @@ def test_box_hunter_hunter_pilot_plant_with_a_categorical_catalyst():
     # Main effects are averaged over the catalysts, as in the book.
     assert effects(interaction) == pytest.approx({"T": 23.0, "C": -5.0, "K": 1.5})
     assert interaction.optimum.config == {"T": 180.0, "C": 20.0, "K": "B"}
-    assert interaction.optimum.on_edge == ["T", "C"]
+    assert interaction.optimum.on_edge == {"T": "high", "C": "low"}
 
 
 def test_categorical_with_three_levels_reports_the_largest_difference():
@@ -398,7 +398,7 @@ def test_montgomery_example_11_2_quadratic_response_surface():
     # the published precision.
     assert best.config == pytest.approx({"x1": 0.389, "x2": 0.306}, abs=5e-4)
     assert best.predicted == pytest.approx(80.21, abs=0.005)
-    assert best.on_edge == []
+    assert best.on_edge == {}
 
 
 def test_quadratic_terms_only_for_factors_seen_at_three_levels():

@@ -180,7 +180,7 @@ def test_no_edge_advice_where_the_range_cannot_be_widened():
     analysis = fit(space, configs, tps)
     assert analysis.optimum.config["nodes"] == 1
     assert analysis.optimum.config["threads"] == 16
-    assert analysis.optimum.on_edge == ["threads"]
+    assert analysis.optimum.on_edge == {"threads": "high"}
     edge = [s for s in analysis.explanation.sentences if "edge" in s]
     assert edge == [
         "That optimum sits at the edge of the range of threads (at the high end, 16): the best"
@@ -203,7 +203,7 @@ def test_no_edge_advice_for_a_factor_the_model_left_out():
     analysis = fit(space, configs, tps)
     assert [term.name for term in analysis.terms] == ["Intercept", "threads"]
     assert analysis.optimum.config["buffer_mb"] in (64, 512)  # an end of its range
-    assert analysis.optimum.on_edge == ["threads"]
+    assert analysis.optimum.on_edge == {"threads": "high"}
     assert [e.factor for e in analysis.ranked_factors if not e.in_model] == ["buffer_mb"]
     best = next(s for s in analysis.explanation.sentences if s.startswith("Best predicted"))
     buffer_mb = analysis.optimum.config["buffer_mb"]

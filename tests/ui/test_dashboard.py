@@ -313,7 +313,7 @@ def test_an_observation_recorded_on_a_manual_target_fills_its_trial(browse: Brow
 
 
 def test_every_view_loads_only_from_the_api_host(
-    browse: Browse, finished: dict, three_factors: dict
+    browse: Browse, client: Client, finished: dict, three_factors: dict
 ):
     page = browse.page
     browse.open("#/")
@@ -324,6 +324,11 @@ def test_every_view_loads_only_from_the_api_host(
     expect(page.locator("#analysis-model")).to_contain_text("auto (")
     expect(page.locator("#explanation li").first).to_be_visible()
     expect(page.locator("#analysis-optimum")).to_contain_text("95 % prediction interval")
+    on_edge = client.analysis(three_factors["id"])["optimum"]["on_edge"]
+    assert on_edge  # the simulated cluster's best lies at an end of a range
+    for name, end in on_edge.items():
+        row = page.locator("#analysis-optimum tr", has_text=name)
+        expect(row).to_contain_text(f"at the {end} end of its range")
     expect(page.locator("#anova")).to_contain_text("Residual")
     browse.shot("analysis")
     page.click("button.tab[data-tab=effects]")

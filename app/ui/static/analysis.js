@@ -15,7 +15,7 @@ export function renderAnalysis(root, analysis, experiment) {
   const explanation = analysis.explanation;
   const leftOut = new Set(analysis.ranked_factors.filter((e) => !e.in_model).map((e) => e.factor));
   const settingNote = (name) => (leftOut.has(name) ? "not in the model: any setting"
-    : optimum.on_edge.includes(name) ? "at an end of its range" : "");
+    : name in optimum.on_edge ? `at the ${optimum.on_edge[name]} end of its range` : "");
   fill(root,
     h("div", { class: "analysis-grid" },
       h("section", { class: "card", id: "analysis-model" },
