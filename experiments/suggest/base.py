@@ -81,10 +81,6 @@ class Limit:
             parts.append(f"{self.response} <= {self.max:g}")
         return " and ".join(parts)
 
-    def met(self, value: float) -> bool:
-        """Whether a value of the response lies within the limit."""
-        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
-
 
 @dataclass(frozen=True)
 class Runs:

@@ -585,7 +585,7 @@ def rising(config: dict) -> float:
 
 
 def queueing(config: dict) -> float:
-    """A p95 latency that doubles with every 8 threads: 5 ms at none, 37 at 23, 1.3 s at 64."""
+    """A p95 latency that doubles with every 8 threads: 5.5 ms at 1, 37 at 23, 1.3 s at 64."""
     return 5.0 * 2.0 ** (config["threads"] / 8.0)
 
 
