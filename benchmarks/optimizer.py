@@ -4,8 +4,9 @@ the usual tools and the strongest peers.
 Run `python -m benchmarks.optimizer [--budget 60] [--seeds 20] [--first-seed 0] [--problems ...]
 [--methods ...] [--jobs 2] [--json PATH] [--reuse PATH]`. Every method runs on every problem
 (benchmarks/optimizer_problems.py: the simulated Galera cluster at 3 % and 8 % noise, with
-noise growing with the load, with failing trials, and with a categorical factor under a latency
-limit; Hartmann 6-D noise-free and noisy; Branin; each with its exact optimum) for every seed,
+noise growing with the load, with failing trials, with a categorical factor under a latency
+limit, and its latency minimized above a throughput floor; Hartmann 6-D noise-free and noisy;
+Branin; each with its exact optimum) for every seed,
 one trial at a time, with the same budget.
 Methods (benchmarks/optimizer_methods.py, benchmarks/optimizer_peers.py): a full factorial
 (`grid`), a face-centred CCD with a confirmation run (`ccd`), uniform random search (`random`),

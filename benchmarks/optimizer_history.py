@@ -19,7 +19,7 @@ class History:
 
     `values[i]` is None when trial i failed (no measurement); `constrained[i]` is the observed
     value of the problem's constrained second response (None when the problem has none or the
-    trial failed), which must stay at or below the problem's `constraint_limit`.
+    trial failed), which must meet the problem's `limit`.
     """
 
     configs: list[Config] = field(default_factory=list)

@@ -19,7 +19,7 @@ import numpy as np
 from experiments import analysis
 from experiments.designs import DesignRequest, plan
 from experiments.factors import Config
-from experiments.suggest import Limit, Plan, Runs, next_batch
+from experiments.suggest import Plan, Runs, next_batch
 
 try:
     from benchmarks.optimizer_history import History, Method
@@ -151,9 +151,7 @@ class Service:
         self.time = time
         self.stop_reason: str | None = None
         self.plans: dict[int, Plan] = {}
-        self.limits = (
-            [Limit(problem.constraint, max=problem.constraint_limit)] if problem.constraint else []
-        )
+        self.limits = [] if problem.limit is None else [problem.limit]
 
     def _plan(self, history: History) -> Plan:
         if len(history) not in self.plans:
@@ -172,8 +170,8 @@ class Service:
     def _runs(self, history: History) -> Runs:
         measured = [i for i, v in enumerate(history.values) if v is not None]
         responses = {}
-        if self.problem.constraint:
-            responses[self.problem.constraint] = [history.constrained[i] for i in measured]
+        if self.problem.limit is not None:
+            responses[self.problem.limit.response] = [history.constrained[i] for i in measured]
         return Runs(
             configs=[history.configs[i] for i in measured],
             values=[history.values[i] for i in measured],  # type: ignore[misc]

@@ -12,10 +12,10 @@ every trial of the history it has not told yet. How each library hears of a fail
 
 | peer | failed trial | constrained response |
 |---|---|---|
-| gp | TrialState.FAIL | native: `constraints_func`, value - limit (a user attr) |
+| gp | TrialState.FAIL | native: `constraints_func`, the excess over the limit (a user attr) |
 | smac | StatusType.CRASHED, SMAC's crash cost (inf) | penalty: infeasible is told as crashed |
 | hebo | observed as NaN, which HEBO drops | penalty: the worst feasible cost so far |
-| ax | `mark_trial_failed` | native: outcome constraint `constrained <= limit` |
+| ax | `mark_trial_failed` | native: outcome constraints `constrained <= max`, `>= min` |
 
 SMAC 2.4.1's random forest rejects the infinite cost of a crash; SMAC3 PR #1312 (merged after
 2.4.1, not yet released) imputes the largest successful cost there, and `Smac` does the same
@@ -224,12 +224,11 @@ class OptunaPeer(Peer):
 
         self.optuna = optuna
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # else one line per trial
-        limit = problem.constraint_limit
         constraints = None
-        if problem.constraint is not None and limit is not None:
+        if problem.limit is not None:
 
             def constraints(trial: optuna.trial.FrozenTrial) -> list[float]:
-                return [trial.user_attrs[CONSTRAINED] - limit]
+                return [problem.excess(trial.user_attrs[CONSTRAINED])]
 
         with warnings.catch_warnings():
             # Multivariate TPE, GPSampler and constraints_func are flagged experimental.
@@ -510,10 +509,10 @@ class AxBotorch(Peer):
                 parameters.append(RangeParameterConfig(d.name, bounds, kind, scaling=scaling))
         self.client = Client(random_seed=seed)
         self.client.configure_experiment(parameters=parameters)
-        limit = problem.constraint_limit
         constraints = None
-        if problem.constraint is not None and limit is not None:
-            constraints = [f"{CONSTRAINED} <= {limit!r}"]
+        if problem.limit is not None:
+            bounds = ((">=", problem.limit.min), ("<=", problem.limit.max))
+            constraints = [f"{CONSTRAINED} {op} {b!r}" for op, b in bounds if b is not None]
         objective = OBJECTIVE if problem.goal == "maximize" else f"-{OBJECTIVE}"
         self.client.configure_optimization(objective, outcome_constraints=constraints)
         self.client.configure_generation_strategy(

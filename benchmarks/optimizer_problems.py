@@ -15,6 +15,10 @@ point of the integer lattice at 60 s (throughput does not depend on the runtime 
   with half the statements writing, oltp_write_only), row writes per second maximized (18 x
   write share x tps) with the p95 latency limited to `LATENCY_LIMIT_MS` (a constraint on a
   second response), 3 % noise; its optimum is the best of the lattice meeting the limit.
+- `simulated_latency`: the p95 latency minimized with the throughput held to at least
+  `TPS_FLOOR` (half of the space falls short of it), 3 % noise. The latency spans 10 ms to 40 s
+  over the space, growing by factors as connections queue; its optimum is the lowest latency of
+  the lattice at 60 s that meets the floor.
 - `hartmann6`: the Hartmann 6-D function (Surjanovic & Bingham, Virtual Library of Simulation
   Experiments), -H maximized, x1..x3 on 9 levels (level / 8) and x4..x6 continuous, noise-free.
   The optimum: for each of the 729 level combinations the best of multi-start L-BFGS-B over the
@@ -40,6 +44,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from experiments.factors import Config, FactorSpace, Value
+from experiments.suggest import Limit
 from worker.targets.simulated import (
     REFERENCE_WRITE_SHARE,
     STATEMENTS_PER_TRX,
@@ -54,6 +59,7 @@ PROBLEM_NAMES: tuple[str, ...] = (
     "simulated_hetero",
     "simulated_failures",
     "simulated_workloads",
+    "simulated_latency",
     "hartmann6",
     "hartmann6_noisy",
     "branin",
@@ -61,6 +67,7 @@ PROBLEM_NAMES: tuple[str, ...] = (
 SIMULATED_NOISE = 0.03
 MAX_CONNECTIONS = 96
 LATENCY_LIMIT_MS = 40.0
+TPS_FLOOR = 1000.0
 HARTMANN_NOISE = 0.05
 
 
@@ -81,8 +88,8 @@ def _always(config: Mapping[str, Value]) -> bool:
 class Problem:
     """A factor space, a noise-free truth, a (noisy) observation and the exact optimum.
 
-    `feasible` says whether a configuration's trial succeeds and its noise-free constrained
-    response (named `constraint`) stays at or below `constraint_limit`.
+    `limit` bounds a second response, the problem's constrained one, and `feasible` says
+    whether a configuration's trial succeeds and its noise-free constrained response meets it.
     """
 
     name: str
@@ -93,16 +100,26 @@ class Problem:
     optimum: float
     optimum_config: Config
     noise: float = 0.0
-    constraint: str | None = None
-    constraint_limit: float | None = None
+    limit: Limit | None = None
     feasible: Callable[[Mapping[str, Value]], bool] = _always
     noise_text: str = ""
 
     def meets_limit(self, measured: float | None) -> bool:
         """Whether a measured value of the constrained response meets the limit (always, when
         the problem has none; never, when a limit has no measurement to judge)."""
-        limit = self.constraint_limit
-        return limit is None or (measured is not None and measured <= limit)
+        if self.limit is None:
+            return True
+        return measured is not None and self.excess(measured) <= 0
+
+    def excess(self, measured: float) -> float:
+        """How far a measured value of the constrained response lies beyond the limit, in its
+        units (0 or less: within it)."""
+        assert self.limit is not None, "a problem without a limit"
+        low, high = self.limit.min, self.limit.max
+        return max(
+            -math.inf if low is None else low - measured,
+            -math.inf if high is None else measured - high,
+        )
 
     def score(self, config: Mapping[str, Value]) -> float | None:
         """The noise-free value of deploying `config`, or None when it fails or breaks the
@@ -142,6 +159,7 @@ def problem(name: str) -> Problem:
             failing=f"more than {MAX_CONNECTIONS} connections fail",
         ),
         "simulated_workloads": simulated_workloads,
+        "simulated_latency": simulated_latency,
         "hartmann6": lambda: hartmann6("hartmann6", 0.0),
         "hartmann6_noisy": lambda: hartmann6("hartmann6_noisy", HARTMANN_NOISE),
         "branin": branin,
@@ -330,10 +348,43 @@ def simulated_workloads() -> Problem:
         workloads_truth(best_config),
         best_config,
         noise=SIMULATED_NOISE,
-        constraint="latency_p95_ms",
-        constraint_limit=LATENCY_LIMIT_MS,
+        limit=Limit("latency_p95_ms", max=LATENCY_LIMIT_MS),
         feasible=_latency_met,
         noise_text=f"3 % noise; row writes/s with latency_p95_ms <= {LATENCY_LIMIT_MS:g}",
+    )
+
+
+def _tps_met(config: Mapping[str, Value]) -> bool:
+    return simulated_truth(config) >= TPS_FLOOR
+
+
+def simulated_latency() -> Problem:
+    """The p95 latency of the simulated cluster minimized, its throughput at least
+    `TPS_FLOOR`; the optimum is the lowest latency of the lattice meeting the floor."""
+    lattice, tps = simulated_lattice_tps()
+    latency = response_surface(*lattice.T, 60.0, REFERENCE_WRITE_SHARE)["latency_p95_ms"]
+    best = int(np.argmin(np.where(tps >= TPS_FLOOR, latency, np.inf)))
+    config: Config = {
+        name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], lattice[best], strict=True)
+    }
+    config["runtime_s"] = 60.0
+
+    def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
+        measured = _simulated_run(config, SIMULATED_NOISE, seed, run_index)
+        return Observation(measured["latency_p95_ms"], measured["tps"])
+
+    return Problem(
+        "simulated_latency",
+        SIMULATED_SPACE,
+        "minimize",
+        lambda config: expected_responses(config)["latency_p95_ms"],
+        observe,
+        float(latency[best]),
+        config,
+        noise=SIMULATED_NOISE,
+        limit=Limit("tps", min=TPS_FLOOR),
+        feasible=_tps_met,
+        noise_text=f"3 % noise; latency_p95_ms minimized with tps >= {TPS_FLOOR:g}",
     )
 
 

@@ -36,6 +36,7 @@ from benchmarks.optimizer_problems import (
     BRANIN_SPACE,
     LATENCY_LIMIT_MS,
     MAX_CONNECTIONS,
+    TPS_FLOOR,
     branin_function,
     hartmann6_function,
     problem,
@@ -94,6 +95,35 @@ def test_simulated_optimum_is_the_lattice_maximum_at_any_runtime_up_to_120_s():
         "threads_per_client": 21,
         "wsrep_slave_threads": 1,
     }
+
+
+def test_latency_optimum_is_the_lowest_latency_of_the_lattice_that_meets_the_floor():
+    p = problem("simulated_latency")
+    lattice, tps = simulated_lattice_tps()
+    names = p.space.names[:4]
+    latencies = [
+        p.truth(dict(zip(names, row, strict=True)) | {"runtime_s": 60.0})
+        for row in lattice[tps >= TPS_FLOOR]
+    ]
+    assert p.optimum == pytest.approx(min(latencies), rel=1e-12)
+    assert p.score(p.optimum_config) == pytest.approx(p.optimum, rel=1e-12)
+    assert p.optimum == pytest.approx(22.67, abs=0.005)
+    # One connection a node answers fastest, and falls short of the floor: deploying it fails.
+    alone = dict(p.optimum_config, nodes=1, clients=1, threads_per_client=4)
+    assert p.truth(alone) < p.optimum and p.score(alone) is None
+    observed = p.observe(p.optimum_config, 0, 0)
+    assert observed.value == pytest.approx(p.optimum, rel=0.1)
+    assert observed.constrained == pytest.approx(TPS_FLOOR, rel=0.1)
+
+
+def test_a_limit_is_met_from_either_side():
+    floor, ceiling = problem("simulated_latency"), problem("simulated_workloads")
+    assert floor.excess(TPS_FLOOR - 10) == pytest.approx(10.0)
+    assert floor.excess(TPS_FLOOR + 10) == pytest.approx(-10.0)
+    assert floor.meets_limit(TPS_FLOOR) and not floor.meets_limit(TPS_FLOOR - 0.1)
+    assert ceiling.excess(LATENCY_LIMIT_MS + 5) == pytest.approx(5.0)
+    assert ceiling.meets_limit(LATENCY_LIMIT_MS) and not ceiling.meets_limit(None)
+    assert problem("branin").meets_limit(None)
 
 
 def test_trials_to_threshold_and_never_reaching():

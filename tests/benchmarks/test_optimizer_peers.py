@@ -15,6 +15,7 @@ from benchmarks.optimizer_history import History
 from benchmarks.optimizer_peers import PEERS, Peer, missing_peers
 from benchmarks.optimizer_problems import Problem
 from experiments.factors import Config, FactorSpace
+from experiments.suggest import Limit
 
 MISSING = missing_peers(load=False)  # a look-up only: importing Ax and torch takes seconds
 FACTORS = [
@@ -23,7 +24,8 @@ FACTORS = [
     {"name": "share", "kind": "continuous", "low": 0, "high": 1},
 ]
 CATEGORY = {"name": "engine", "kind": "categorical", "levels": ["innodb", "myrocks", "aria"]}
-LIMIT = 5.0  # on the constrained response, `nodes`: the unconstrained optimum (7) breaks it
+# On the constrained response, `nodes`, from either side: the unconstrained optimum (7) breaks both.
+CEILING, FLOOR = Limit("nodes", max=5.0), Limit("nodes", min=8.0)
 # Small settings, so that each test stays well under 20 s on the 2-core machine.
 SETTINGS = {
     "gp": {"startup_trials": 3},
@@ -58,7 +60,7 @@ def truth(config: Config) -> float:
     )
 
 
-def make_problem(factors: list[dict[str, object]], constrained: bool) -> Problem:
+def make_problem(factors: list[dict[str, object]], limit: Limit | None) -> Problem:
     return Problem(
         "tiny",
         FactorSpace.from_dicts(factors),
@@ -67,8 +69,7 @@ def make_problem(factors: list[dict[str, object]], constrained: bool) -> Problem
         lambda config, seed, run: truth(config),
         0.0,
         {"nodes": 7, "threads": 16, "share": 0.3, "engine": "innodb"},
-        constraint="nodes" if constrained else None,
-        constraint_limit=LIMIT if constrained else None,
+        limit=limit,
     )
 
 
@@ -89,14 +90,14 @@ def run(name: str, problem: Problem, rounds: int, fail: set[int]) -> tuple[Peer,
         history.configs.append(config)
         history.values.append(None if failed else truth(config))
         history.point_types.append(point_type)
-        constrained = problem.constraint is not None and not failed
+        constrained = problem.limit is not None and not failed
         history.constrained.append(float(config["nodes"]) if constrained else None)  # type: ignore[arg-type]
     return method, history
 
 
 @pytest.mark.parametrize("name", peer_params())
 def test_peer_asks_inside_the_space_and_survives_failed_trials(name):
-    problem = make_problem([*FACTORS, CATEGORY], constrained=False)
+    problem = make_problem([*FACTORS, CATEGORY], None)
     method = PEERS[name](problem, 3, **SETTINGS[name])
     assert method.stop_reason is None
     assert method.recommend(History()) is None
@@ -111,20 +112,21 @@ def test_peer_asks_inside_the_space_and_survives_failed_trials(name):
     problem.space.check_config(recommended)
 
 
+@pytest.mark.parametrize("limit", [CEILING, FLOOR], ids=["ceiling", "floor"])
 @pytest.mark.parametrize("name", peer_params())
-def test_peer_recommends_the_best_feasible_trial(name):
-    problem = make_problem(FACTORS, constrained=True)
+def test_peer_recommends_the_best_feasible_trial(name, limit):
+    problem = make_problem(FACTORS, limit)
     method, history = run(name, problem, ROUNDS[name], fail={1})
 
     recommended = method.recommend(history)
     feasible = [
         truth(c)
         for c, v, load in zip(history.configs, history.values, history.constrained, strict=True)
-        if v is not None and load is not None and load <= LIMIT
+        if v is not None and problem.meets_limit(load)
     ]
     assert feasible, "no feasible trial: the test problem is too hard for its rounds"
     assert recommended is not None
-    assert recommended["nodes"] <= LIMIT  # type: ignore[operator]
+    assert problem.meets_limit(float(recommended["nodes"]))  # type: ignore[arg-type]
     # Every peer recommends a configuration it tried. Ax ranks by its model, fitted when it last
     # asked, so it may not know the last trial yet: the best or second best feasible one.
     assert recommended in history.configs
