@@ -198,10 +198,23 @@ def simulated_tps(lattice: np.ndarray, runtime_s: float) -> np.ndarray:
 
 
 @functools.cache
+def _lattice_responses() -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The whole lattice and every response of it at 60 s, solved once per process."""
+    lattice = simulated_lattice()
+    return lattice, response_surface(*lattice.T, 60.0, REFERENCE_WRITE_SHARE)
+
+
 def simulated_lattice_tps() -> tuple[np.ndarray, np.ndarray]:
     """The whole lattice and its tps at 60 s, solved once per process for every variant."""
-    lattice = simulated_lattice()
-    return lattice, simulated_tps(lattice, 60.0)
+    lattice, responses = _lattice_responses()
+    return lattice, responses["tps"]
+
+
+def _lattice_config(row: np.ndarray) -> Config:
+    """The configuration of one lattice row, at 60 s."""
+    config: Config = {name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], row, strict=True)}
+    config["runtime_s"] = 60.0
+    return config
 
 
 def simulated_truth(config: Mapping[str, Value]) -> float:
@@ -247,8 +260,7 @@ def simulated(
         allowed = np.array([feasible(dict(zip(names, row, strict=True))) for row in lattice])
         values = np.where(allowed, values, -np.inf)
     best = int(np.argmax(values))
-    config: Config = {name: int(v) for name, v in zip(names, lattice[best], strict=True)}
-    config["runtime_s"] = 60.0
+    config = _lattice_config(lattice[best])
 
     def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
         if not feasible(config):
@@ -361,13 +373,10 @@ def _tps_met(config: Mapping[str, Value]) -> bool:
 def simulated_latency() -> Problem:
     """The p95 latency of the simulated cluster minimized, its throughput at least
     `TPS_FLOOR`; the optimum is the lowest latency of the lattice meeting the floor."""
-    lattice, tps = simulated_lattice_tps()
-    latency = response_surface(*lattice.T, 60.0, REFERENCE_WRITE_SHARE)["latency_p95_ms"]
-    best = int(np.argmin(np.where(tps >= TPS_FLOOR, latency, np.inf)))
-    config: Config = {
-        name: int(v) for name, v in zip(SIMULATED_SPACE.names[:4], lattice[best], strict=True)
-    }
-    config["runtime_s"] = 60.0
+    lattice, responses = _lattice_responses()
+    latency = responses["latency_p95_ms"]
+    best = int(np.argmin(np.where(responses["tps"] >= TPS_FLOOR, latency, np.inf)))
+    config = _lattice_config(lattice[best])
 
     def observe(config: Mapping[str, Value], seed: int, run_index: int) -> Observation:
         measured = _simulated_run(config, SIMULATED_NOISE, seed, run_index)
