@@ -4,14 +4,14 @@ enters (`Objective.parse`); read back from storage as it was stored (`Objective.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from experiments.analysis.optimize import check_desirability
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN
-from experiments.goals import check_goal
+from experiments.goals import check_goal, check_scale, default_scale
 
 DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
 # Checks that a response can be measured where the experiment runs: (name, field) -> None.
@@ -29,13 +29,15 @@ class Bound:
 
 @dataclass(frozen=True)
 class Objective:
-    """The objective's response and goal, its bounds on other responses, and its desirability
-    items (each the stored mapping of DESIRABILITY_FIELDS and its response)."""
+    """The objective's response and goal, its bounds on other responses, its desirability
+    items (each the stored mapping of DESIRABILITY_FIELDS and its response), and the scale the
+    search models what is optimized on (`experiments.goals.SCALES`)."""
 
     response: str
     goal: str = "maximize"
     bounds: tuple[Bound, ...] = ()
     desirability: tuple[Mapping[str, Any], ...] = ()
+    scale: str = "linear"
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], check_response: ResponseCheck) -> Objective:
@@ -52,11 +54,24 @@ class Objective:
         items: list[Mapping[str, Any]] = []
         for i, item in enumerate(raw.get("desirability") or []):
             items.append(_desirability_item(i, item, items, check_response))
-        return cls(response=response, goal=goal, bounds=bounds, desirability=tuple(items))
+        scale = raw.get("scale")
+        if scale is None:
+            scale = _default_scale(response, items)
+        elif check_scale(scale, "objective.scale") == "log" and items:
+            raise DomainError(
+                "objective.scale",
+                "must be linear with desirability: the overall desirability, from 0 to 1, is"
+                " what is optimized",
+            )
+        return cls(
+            response=response, goal=goal, bounds=bounds, desirability=tuple(items), scale=scale
+        )
 
     @classmethod
     def from_stored(cls, raw: Mapping[str, Any]) -> Objective:
-        """The objective as `as_dict` stored it (checked when it was parsed)."""
+        """The objective as `as_dict` stored it (checked when it was parsed). Objectives stored
+        before it had a scale get the default scale."""
+        desirability = tuple(raw.get("desirability") or [])
         return cls(
             response=raw["response"],
             goal=raw["goal"],
@@ -64,7 +79,8 @@ class Objective:
                 Bound(b["response"], b.get("min"), b.get("max"))
                 for b in raw.get("constraints") or []
             ),
-            desirability=tuple(raw.get("desirability") or []),
+            desirability=desirability,
+            scale=raw.get("scale") or _default_scale(raw["response"], desirability),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -76,6 +92,7 @@ class Objective:
                 {"response": b.response, "min": b.min, "max": b.max} for b in self.bounds
             ],
             "desirability": [dict(item) for item in self.desirability],
+            "scale": self.scale,
         }
 
     @property
@@ -86,6 +103,10 @@ class Objective:
             *(b.response for b in self.bounds),
             *(item["response"] for item in self.desirability),
         ]
+
+
+def _default_scale(response: str, desirability: Sequence[Mapping[str, Any]]) -> str:
+    return "linear" if desirability else default_scale(response)
 
 
 def _bound(i: int, bound: Mapping[str, Any], response: str, check: ResponseCheck) -> Bound:

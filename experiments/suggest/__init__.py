@@ -48,6 +48,7 @@ def suggest(
     runs: Runs,
     *,
     goal: str = "maximize",
+    scale: str = "linear",
     count: int = 1,
     constraints: Sequence[Constraint] = (),
     limits: Sequence[Limit] = (),
@@ -58,6 +59,7 @@ def suggest(
     """The next runs by the strategy named `strategy` (a key of STRATEGIES), each with its
     prediction and reason.
 
+    `scale` is the scale the Bayesian search models the response on (`experiments.goals`).
     `count` is the batch size of sequential picks (Bayesian optimization, path steps,
     replicates); design steps of `auto` come whole. `budget` is the number of trials the caller
     can still afford (None: unlimited); `auto` chooses its path by it. `time_left` is the share
@@ -70,6 +72,7 @@ def suggest(
     chosen = STRATEGIES[strategy](
         space,
         goal=goal,
+        scale=scale,
         constraints=constraints,
         limits=limits,
         seed=seed,
@@ -85,6 +88,7 @@ def next_batch(
     runs: Runs,
     *,
     goal: str = "maximize",
+    scale: str = "linear",
     batch_size: int = 1,
     budget_left: int | None = None,
     time_left: float | None = None,
@@ -116,6 +120,7 @@ def next_batch(
         space,
         runs,
         goal=goal,
+        scale=scale,
         count=count,
         constraints=constraints,
         limits=limits,

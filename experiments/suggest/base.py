@@ -11,7 +11,7 @@ from typing import ClassVar, Self, TypeVar
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
-from experiments.goals import check_goal
+from experiments.goals import check_goal, check_scale
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,7 @@ class Strategy(ABC):
 
     ``Bayes(space, goal="minimize", limits=limits, seed=3).fit(runs).suggest(4)``
 
+    `scale` is the scale the Bayesian search models the response on (`experiments.goals`).
     `budget` is the number of trials the caller can still afford (None: unlimited); a strategy
     that plans whole designs (`auto`) chooses its path by it. `time_left` is, with a budget of
     trial time, the share of it not yet spent (None: no such budget); Bayesian optimization
@@ -181,6 +182,7 @@ class Strategy(ABC):
         space: FactorSpace,
         *,
         goal: str = "maximize",
+        scale: str = "linear",
         constraints: Sequence[Constraint] = (),
         limits: Sequence[Limit] = (),
         seed: int = 0,
@@ -189,6 +191,7 @@ class Strategy(ABC):
     ) -> None:
         self.space = space
         self.goal = check_goal(goal)
+        self.scale = check_scale(scale)
         self.constraints = tuple(constraints)
         self.limits = tuple(limits)
         self.seed = seed
@@ -208,6 +211,7 @@ class Strategy(ABC):
         return kind(
             self.space,
             goal=self.goal,
+            scale=self.scale,
             constraints=self.constraints,
             limits=self.limits,
             seed=self.seed,

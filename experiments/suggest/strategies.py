@@ -104,6 +104,7 @@ class Bayes(Strategy):
             runs.configs,
             runs.values,
             goal=self.goal,
+            scale=self.scale,
             count=count,
             constraints=self.constraints,
             limits=self.limits,

@@ -78,6 +78,31 @@ def test_minimize_finds_the_exact_integer_minimum():
     assert min(values) == 1000.0
 
 
+def saturating(config: dict) -> float:
+    """A p95 latency that doubles with every 6 threads beyond what the nodes keep up with
+    (fewer as nodes are added) and grows as threads idle below it: 13.5 ms at best, at 1 node
+    and 10 threads, over 5000 ms at 9 nodes and 64 threads."""
+    n, t = config["nodes"], config["threads"]
+    return (8.0 + 1.5 * n) * 2.0 ** (max(t - 12 + 2 * n, 0) / 6) + 40.0 / t
+
+
+def test_a_latency_that_grows_by_factors_is_searched_on_its_logarithm():
+    # On the raw latency the search spends its uncertainty on the seconds: 15 steps never run
+    # the best, and the loop recommends 4 nodes and 8 threads (27.2 ms).
+    configs, values = run_loop(
+        NODES_THREADS, CORNERS, saturating, 10, goal="minimize", scale="log", seed=0
+    )
+    assert {"nodes": 1, "threads": 10} in configs
+    found = recommend(NODES_THREADS, configs, values, goal="minimize", seed=0)
+    assert found.config == {"nodes": 1, "threads": 10}
+
+
+def test_a_log_scale_is_left_out_while_a_run_is_not_positive():
+    values = [0.0, *(saturating(c) for c in CORNERS[1:])]
+    logged = bayes(NODES_THREADS, CORNERS, values, goal="minimize", scale="log", seed=0)
+    assert logged == bayes(NODES_THREADS, CORNERS, values, goal="minimize", seed=0)
+
+
 def test_suggestion_fields_and_reason():
     values = [bowl(c) for c in CORNERS]
     (s,) = bayes(NODES_THREADS, CORNERS, values)
@@ -196,6 +221,7 @@ def test_every_configuration_run_already_is_refused():
         ({"budget_left": 2.5}, "budget_left"),
         ({"time_left": 0.0}, "time_left"),
         ({"time_left": 1.5}, "time_left"),
+        ({"scale": "log2"}, "scale"),
     ],
 )
 def test_bad_options_are_refused(options, field):
