@@ -182,6 +182,7 @@ class ObjectiveIn(Strict):
     goal: Literal["maximize", "minimize"] = "maximize"
     constraints: list[ResponseBoundIn] = Field(default_factory=list, max_length=10)
     desirability: list[DesirabilityIn] = Field(default_factory=list, max_length=10)
+    scale: Literal["linear", "log"] | None = None
 
 
 EXAMPLE_FACTORS = [

@@ -283,6 +283,7 @@ def _next(
             space,
             runs,
             goal=objective.goal,
+            scale=objective.scale,
             batch_size=loop.batch_size,
             budget_left=loop.budget - used,
             time_left=_time_left(loop, trials),

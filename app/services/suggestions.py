@@ -27,6 +27,7 @@ class StrategyAim:
     """What the strategies optimize for an experiment, read off its objective."""
 
     goal: str
+    scale: str
     limits: list[Limit]
 
 
@@ -71,7 +72,7 @@ def runs_of(
         configs=configs, values=values, point_types=types, responses=responses, failed=failed
     )
     goal = "maximize" if goals else objective.goal
-    return runs, StrategyAim(goal=goal, limits=limits)
+    return runs, StrategyAim(goal=goal, scale=objective.scale, limits=limits)
 
 
 def plan_for(
@@ -90,6 +91,7 @@ def plan_for(
         space,
         runs,
         goal=objective.goal,
+        scale=objective.scale,
         count=count,
         constraints=parse_constraints(experiment.constraints, space),
         limits=objective.limits,

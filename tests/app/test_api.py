@@ -147,6 +147,25 @@ BAD_INPUTS = [
         ["objective", "goal"],
         "maximize",
     ),
+    (
+        "unknown scale",
+        with_changes(SIMULATED, objective={"response": "tps", "scale": "log2"}),
+        ["objective", "scale"],
+        "'linear' or 'log'",
+    ),
+    (
+        "log scale of a desirability",
+        with_changes(
+            SIMULATED,
+            objective={
+                "response": "tps",
+                "scale": "log",
+                "desirability": [{"response": "tps", "low": 100, "high": 700}],
+            },
+        ),
+        ["objective", "scale"],
+        "must be linear with desirability",
+    ),
     ("unknown field", with_changes(SIMULATED, colour="red"), ["colour"], "Extra inputs"),
     ("no factors", with_changes(SIMULATED, factors=[]), ["factors"], "at least 1"),
     ("integer factor with fractions", factor_change(0, low=1.5), ["factors", 0, "low"], "whole"),

@@ -9,6 +9,8 @@ import itertools
 import pytest
 
 from app.services import optimization_loop
+from experiments.factors import FactorSpace
+from experiments.suggest import Runs, suggest
 
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
@@ -91,6 +93,46 @@ async def test_every_strategy_suggests_valid_configurations(api, strategy, count
     assert (await api.get(f"/experiments/{experiment_id}/trials")).json() == before
     listed = (await api.get(f"/experiments/{experiment_id}/suggestions")).json()
     assert [s["id"] for s in listed] == [s["id"] for s in suggestions]
+
+
+def latency(config: dict) -> float:
+    """A p95 latency that doubles with every 6 threads per client beyond what the nodes keep up
+    with: 16 ms at 1 node and 6 threads, 70 s at 9 nodes and 64."""
+    n, t = config["nodes"], config["threads_per_client"]
+    return round((8.0 + 1.5 * n) * 2.0 ** (max(t - 12 + 2 * n, 0) / 6) + 40.0 / t, 2)
+
+
+async def test_a_latency_objective_is_searched_on_its_logarithm(api):
+    spec = manual_spec(response="latency_p95_ms", goal="minimize")
+    experiment = (await api.post("/experiments", json=spec)).json()
+    assert experiment["objective"]["scale"] == "log"
+    runs = [*itertools.product([1, 9], [4, 64]), (5, 16), (5, 16), (3, 8), (7, 32)]
+    configs = [{"nodes": n, "threads_per_client": t} for n, t in runs]
+    observations = [{"config": c, "responses": {"latency_p95_ms": latency(c)}} for c in configs]
+    await api.post(f"/experiments/{experiment['id']}/observations", json=observations)
+    plan = (
+        await api.post(
+            f"/experiments/{experiment['id']}/suggestions", json={"strategy": "bayes", "count": 1}
+        )
+    ).json()
+    found = {}
+    for scale in ("linear", "log"):
+        found[scale] = (
+            suggest(
+                "bayes",
+                FactorSpace.from_dicts(FACTORS),
+                Runs(configs=configs, values=[latency(c) for c in configs]),
+                goal="minimize",
+                scale=scale,
+                seed=experiment["id"],
+            )
+            .suggestions[0]
+            .config
+        )
+    # The raw latency sends the search to 2 nodes and 28 threads (112 ms), its logarithm to
+    # 1 node and 6 threads (16 ms).
+    assert found["log"] != found["linear"]
+    assert plan["suggestions"][0]["config"] == found["log"]
 
 
 async def test_auto_explains_its_stage(api):

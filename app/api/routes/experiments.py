@@ -76,7 +76,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
         design=e.design,
         design_notes=e.design_notes,
         constraints=e.constraints,
-        objective=e.objective,
+        objective=e.parsed_objective.as_dict(),
         created_at=e.created_at,
         updated_at=e.updated_at,
         progress=detail.progress,
