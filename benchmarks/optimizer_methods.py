@@ -160,6 +160,7 @@ class Service:
                 self.problem.space,
                 self._runs(history),
                 goal=self.problem.goal,
+                scale=self.problem.scale,
                 budget_left=self.budget - len(history),
                 time_left=None if self.time is None else self.time.left(history),
                 limits=self.limits,

@@ -44,6 +44,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from experiments.factors import Config, FactorSpace, Value
+from experiments.goals import default_scale
 from experiments.suggest import Limit
 from worker.targets.simulated import (
     REFERENCE_WRITE_SHARE,
@@ -103,6 +104,8 @@ class Problem:
     limit: Limit | None = None
     feasible: Callable[[Mapping[str, Value]], bool] = _always
     noise_text: str = ""
+    # The scale the service searches the response on: the default the API gives its response.
+    scale: str = "linear"
 
     def meets_limit(self, measured: float | None) -> bool:
         """Whether a measured value of the constrained response meets the limit (always, when
@@ -394,6 +397,7 @@ def simulated_latency() -> Problem:
         limit=Limit("tps", min=TPS_FLOOR),
         feasible=_tps_met,
         noise_text=f"3 % noise; latency_p95_ms minimized with tps >= {TPS_FLOOR:g}",
+        scale=default_scale("latency_p95_ms"),
     )
 
 

@@ -37,6 +37,7 @@ from benchmarks.optimizer_problems import (
     BRANIN_SPACE,
     LATENCY_LIMIT_MS,
     MAX_CONNECTIONS,
+    PROBLEM_NAMES,
     TPS_FLOOR,
     branin_function,
     hartmann6_function,
@@ -45,6 +46,7 @@ from benchmarks.optimizer_problems import (
     simulated_lattice_tps,
     simulated_tps,
 )
+from experiments.goals import default_scale
 from experiments.suggest import Runs, next_batch
 
 HARTMANN_MINIMIZER = [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573]
@@ -233,6 +235,32 @@ def test_the_service_recommends_what_its_loop_reports():
     assert [c for c, _ in service.ask(history, 18)] == [s.config for s in plan.suggestions]
     # Never a configuration whose trial failed.
     assert p.observe(service.recommend(history), 0, 99).value is not None
+
+
+def test_the_service_searches_each_problem_on_the_scale_the_api_gives_its_response():
+    assert problem("simulated_latency").scale == default_scale("latency_p95_ms") == "log"
+    assert {problem(n).scale for n in PROBLEM_NAMES if n != "simulated_latency"} == {"linear"}
+    p = problem("simulated_latency")
+    rng = np.random.default_rng(2)
+    configs = [p.space.decode(rng.uniform(-1, 1, len(p.space))) for _ in range(16)]
+    history = _history(p, configs)
+    runs = Runs(
+        configs=configs,
+        values=history.values,
+        point_types=history.point_types,
+        responses={"tps": history.constrained},
+    )
+    planned = {
+        scale: next_batch(
+            "bayes", p.space, runs, goal="minimize", scale=scale, limits=[p.limit], budget_left=44
+        )
+        .suggestions[0]
+        .config
+        for scale in ("linear", "log")
+    }
+    assert planned["log"] != planned["linear"]
+    service = Service("bayes", p, seed=0, budget=60)
+    assert service.ask(history, 44)[0][0] == planned["log"]
 
 
 def test_the_service_with_a_budget_of_trial_time_stops_when_it_is_spent():
