@@ -9,8 +9,9 @@ GOALS: tuple[str, ...] = ("maximize", "minimize")
 # where queues build), so the search models its logarithm; "linear": its values as measured.
 SCALES: tuple[str, ...] = ("linear", "log")
 # The units of a duration, as the ends of the service's response names (latency_p95_ms,
-# restart_s): a duration's default scale is "log".
+# restart_s): a duration's default scale is "log". A rate (errors_per_s) is not a duration.
 _DURATION_ENDINGS: tuple[str, ...] = ("_ms", "_s")
+_RATE_ENDING = "_per_s"
 
 
 def check_goal(goal: object, field: str = "goal") -> str:
@@ -29,5 +30,6 @@ def check_scale(scale: object, field: str = "scale") -> str:
 
 def default_scale(response: str) -> str:
     """The scale a response is searched on unless the client chooses: "log" for a duration
-    (its name ends in its unit, `_ms` or `_s`), else "linear"."""
-    return "log" if response.endswith(_DURATION_ENDINGS) else "linear"
+    (its name ends in its unit, `_ms` or `_s`, and not in `_per_s`), else "linear"."""
+    duration = response.endswith(_DURATION_ENDINGS) and not response.endswith(_RATE_ENDING)
+    return "log" if duration else "linear"

@@ -101,8 +101,8 @@ BY_SCHEMA: dict[str, str] = {
     "Optimum.desirability": "overall and per-response desirability (desirability objectives)",
     "ObjectiveIn.desirability": "several responses combined by Derringer-Suich desirability",
     "ObjectiveIn.scale": "the scale the Bayesian search models the response on: log for a"
-    " response that grows by factors; default log for a duration (a name ending in _ms or _s),"
-    " else linear",
+    " response that grows by factors; default log for a duration (a name ending in _ms or _s,"
+    " not _per_s), else linear",
     "SuggestionOut.predicted": "the predicted response of the configuration",
     "SurfaceOut.optimum": "the analysis optimum; the other factors are held at it unless `held`",
     "AnalysisOut.optimum": "the best predicted configuration in the region, with intervals",

@@ -20,6 +20,8 @@ def known(name: str, field: str) -> None:
         ("tps", "linear"),
         ("abort_rate", "linear"),
         ("tps_se", "linear"),
+        ("errors_per_s", "linear"),
+        ("reconnects_per_s", "linear"),
     ],
 )
 def test_a_duration_is_searched_on_a_log_scale_by_default(response, scale):
