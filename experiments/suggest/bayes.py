@@ -341,13 +341,6 @@ class _Fitted:
         # 13 behind), 46.5 with a likelihood-ratio test for the power in place of this rule.
         judged = len(target) >= _RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
         search, w_fit = model, t_fit
-        # Why the logarithm: measured (auto, the p95 latency minimized above a throughput
-        # floor, seeds 0-39, rec. to 2 %) 31 trials (39/40 seeds) against 41.5 (38/40) on the
-        # raw latency, 29 seeds ahead, 10 behind. Branin, positive and minimized too but not a
-        # duration, took 28.5 trials on its logarithm against 23 on its values (12 seeds ahead,
-        # 28 behind): hence a scale the objective states, not a rule for every positive response.
-        if logged:
-            search, w_fit = fit(x_fit, s_fit, seed), s_fit
         warp = Warp.of(searched) if judged else None
         if warp is not None and not warp.identity:
             w_fit = warp.forward(s_fit)
@@ -361,6 +354,14 @@ class _Fitted:
             # As every model's prior (4794f18, reverted) it cost the cluster problems, whose
             # runs have a long lower tail: there the warp, and with it this prior, stays out.
             search = fit(x_fit, w_fit, seed, pessimistic=True)
+        elif logged:
+            # Why the logarithm: measured (auto, the p95 latency minimized above a throughput
+            # floor, seeds 0-39, rec. to 2 %) 31 trials (39/40 seeds) against 41.5 (38/40) on
+            # the raw latency, 29 seeds ahead, 10 behind. Branin, positive and minimized too but
+            # not a duration, took 28.5 trials on its logarithm against 23 on its values (12
+            # seeds ahead, 28 behind): hence a scale the objective states, not a rule for every
+            # positive response.
+            search, w_fit = fit(x_fit, s_fit, seed), s_fit
         measured = keep[keep < len(target)]
         # Why the logarithm: measured (auto, the workload problem under a latency limit, seeds
         # 0-39, rec. to 2 %) 22.5 trials (40/40 seeds) against 33 (38/40) on the raw latency, 27
