@@ -11,6 +11,7 @@ import pytest
 from app.services import optimization_loop
 from experiments.factors import FactorSpace
 from experiments.suggest import Runs, suggest
+from tests.toy_responses import saturating_latency
 
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
@@ -96,10 +97,7 @@ async def test_every_strategy_suggests_valid_configurations(api, strategy, count
 
 
 def latency(config: dict) -> float:
-    """A p95 latency that doubles with every 6 threads per client beyond what the nodes keep up
-    with: 16 ms at 1 node and 6 threads, 70 s at 9 nodes and 64."""
-    n, t = config["nodes"], config["threads_per_client"]
-    return round((8.0 + 1.5 * n) * 2.0 ** (max(t - 12 + 2 * n, 0) / 6) + 40.0 / t, 2)
+    return round(saturating_latency(config["nodes"], config["threads_per_client"]), 2)
 
 
 async def test_a_latency_objective_is_searched_on_its_logarithm(api):

@@ -32,6 +32,7 @@ from experiments.suggest.gaussian_process import (
 )
 from experiments.suggest.output_warping import Warp
 from tests.timing import assert_within
+from tests.toy_responses import saturating_latency
 
 
 def space(*factors: dict) -> FactorSpace:
@@ -79,11 +80,7 @@ def test_minimize_finds_the_exact_integer_minimum():
 
 
 def saturating(config: dict) -> float:
-    """A p95 latency that doubles with every 6 threads beyond what the nodes keep up with
-    (fewer as nodes are added) and grows as threads idle below it: 13.5 ms at best, at 1 node
-    and 10 threads, over 5000 ms at 9 nodes and 64 threads."""
-    n, t = config["nodes"], config["threads"]
-    return (8.0 + 1.5 * n) * 2.0 ** (max(t - 12 + 2 * n, 0) / 6) + 40.0 / t
+    return saturating_latency(config["nodes"], config["threads"])
 
 
 def test_a_latency_that_grows_by_factors_is_searched_on_its_logarithm():
