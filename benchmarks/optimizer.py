@@ -41,7 +41,9 @@ gets there, ends nearer the optimum: a seed draws the same noise for both, and t
 says how sure the count is); the recommendation at 40
 trials within 2 % in 90 % of seeds on `simulated` and within 5 % on `simulated_8pct` (with the
 share's exact 95 % interval: a verdict on 20 seeds is only as sure as it says); a suggestion
-within 1 s at 60 runs and 5 s at 800 (timed here on the simulated cluster).
+within 1 s at 60 runs and 5 s at 800 (timed here on the simulated cluster), each also as a
+ratio to a fixed reference computation timed in the same run (`reference_seconds`): the machine's
+speed varies up to 2x from day to day, and the ratio says whether the code or the day moved.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 from scipy.stats import binomtest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import Matern, WhiteKernel
 from threadpoolctl import threadpool_limits
 
 from experiments.factors import Config
@@ -415,8 +419,10 @@ def goals_table(
     problems: Sequence[str],
     method: str = DEFAULT_METHOD,
     suggestion_seconds: dict[int, float] | None = None,
+    reference: float | None = None,
 ) -> Table:
-    """The issue's goals for `method` (the default strategy), each PASS or FAIL."""
+    """The issue's goals for `method` (the default strategy), each PASS or FAIL; the suggestion
+    times also as multiples of `reference` (`reference_seconds`) when given."""
     budget = results[0].budget
     table = Table(title=f"Goals of {method}, judged by the recommendation (median over seeds)")
     for column in ("problem", "goal", "measured", "verdict"):
@@ -472,10 +478,11 @@ def goals_table(
             )
     for runs, seconds in (suggestion_seconds or {}).items():
         limit = GOAL_SUGGESTION_SECONDS[runs]
+        ratio = "" if reference is None else f" ({seconds / reference:.1f}x the reference)"
         table.add_row(
             "simulated",
             f"a suggestion at {runs} runs within {limit:g} s",
-            f"{seconds:.2f} s",
+            f"{seconds:.2f} s{ratio}",
             verdict(seconds <= limit),
         )
     return table
@@ -546,6 +553,25 @@ def suggestion_seconds(runs: int, seed: int = 0) -> float:
     with threadpool_limits(1):
         next_batch(DEFAULT_METHOD, p.space, history, goal=p.goal, seed=seed)
     return time.perf_counter() - started
+
+
+def reference_seconds(repeats: int = 3) -> float:
+    """The machine's speed, timed in the same run as the suggestions: the median seconds of
+    `repeats` fits of scikit-learn's Gaussian process (Matern 5/2 plus noise, its default
+    optimizer, one BLAS thread) to a fixed 250 points of 5 factors, the size of the model a
+    suggestion fits at 800 runs. None of the service's code runs in it, so a change to the
+    service does not move it; a slower day does."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1.0, 1.0, (250, 5))
+    y = np.sin(2.0 * x).sum(axis=1) + rng.normal(0.0, 0.3, len(x))
+    seconds = []
+    for _ in range(repeats):
+        model = GaussianProcessRegressor(Matern(np.ones(5), nu=2.5) + WhiteKernel(), random_state=0)
+        started = time.perf_counter()
+        with threadpool_limits(1):
+            model.fit(x, y)
+        seconds.append(time.perf_counter() - started)
+    return float(np.median(seconds))
 
 
 def error_lines(results: Sequence[Result]) -> list[str]:
@@ -669,8 +695,12 @@ def main() -> None:
     methods = [m for m in METHOD_NAMES if m in ran]
     for name in args.problems:
         console.print(problem_table(name, [r for r in results if r.problem == name], methods))
+    reference = reference_seconds()
     timings = {runs: suggestion_seconds(runs) for runs in GOAL_SUGGESTION_SECONDS}
-    console.print(goals_table(results, args.problems, suggestion_seconds=timings))
+    console.print(
+        goals_table(results, args.problems, suggestion_seconds=timings, reference=reference)
+    )
+    console.print(f"the reference (`reference_seconds`) took {reference:.2f} s", highlight=False)
     for line in error_lines(results):
         console.print(line, highlight=False)
     console.print(f"total wall time {wall:.0f} s ({args.jobs} jobs)")

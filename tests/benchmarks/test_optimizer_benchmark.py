@@ -4,6 +4,7 @@ recommendation rule of every method, and a tiny run."""
 import dataclasses
 import io
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from benchmarks.optimizer import (
     paired_by_seed,
     problem_table,
     race,
+    reference_seconds,
     reused_results,
     run_all,
     share_with_interval,
@@ -309,10 +311,15 @@ def test_tiny_run_end_to_end():
     out = io.StringIO()
     console = Console(file=out, width=200)
     console.print(problem_table("branin", results, ["random", "bayes"]))
-    console.print(goals_table(results, ["branin"], method="bayes", suggestion_seconds={60: 0.5}))
+    console.print(
+        goals_table(
+            results, ["branin"], method="bayes", suggestion_seconds={60: 0.5}, reference=0.25
+        )
+    )
     text = out.getvalue()
     assert "rec. trials to 2 %" in text and "random" in text and "bayes" in text
     assert "at 60 runs within 1 s" in text and "PASS" in text
+    assert "0.50 s (2.0x the reference)" in text
     # The best other method is named with its trials, or "none" when none got there in budget.
     for reached, label in [(5, "(random, 5)"), (13, "(none in budget)")]:
         random = dataclasses.replace(results[0], rec_trials_to={"2": reached, "5": reached})
@@ -398,6 +405,15 @@ def test_an_earlier_run_is_reused_for_the_methods_not_run_again(tmp_path):
     write_json(path, arguments, results, wall=1.0)
     with pytest.raises(SystemExit, match="on seeds 0-1; this run needs budget 20 on seeds 1-2"):
         reused_results(path, ["branin"], ["auto"], seeds=range(1, 3), budget=20)
+
+
+def test_the_reference_fits_without_a_warning_and_times_one_fit():
+    # A fit that hits a bound of its hyperparameters warns, and times the optimizer's way to
+    # the bound rather than the fit the suggestion times are read against.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        seconds = reference_seconds(repeats=1)
+    assert 0.0 < seconds < 60.0
 
 
 @pytest.mark.parametrize("arguments", [["--seeds", "0"], ["--first-seed", "-1"]])
