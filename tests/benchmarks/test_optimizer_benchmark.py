@@ -326,6 +326,13 @@ def test_tiny_run_end_to_end():
         out = io.StringIO()
         Console(file=out, width=200).print(goals_table([random, results[1]], ["branin"], "bayes"))
         assert f"0.5 x best peer {label}" in out.getvalue()
+    # No peer within the budget of 12: 6 trials halve any figure of theirs, 7 may not.
+    never = dataclasses.replace(results[0], rec_trials_to={"2": 13, "5": 13})
+    for ours, judged in [(6, "PASS"), (7, "UNDECIDED: rerun with --budget 14"), (13, "FAIL")]:
+        mine = dataclasses.replace(results[1], rec_trials_to={"2": ours, "5": ours})
+        out = io.StringIO()
+        Console(file=out, width=200).print(goals_table([never, mine], ["branin"], "bayes"))
+        assert judged in out.getvalue().splitlines()[4], out.getvalue()
     assert error_lines(results) == []
     failed = dataclasses.replace(results[0], errors=["budget 12: ValueError: boom"])
     assert error_lines([failed]) == ["error, branin random, seeds 0: budget 12: ValueError: boom"]
