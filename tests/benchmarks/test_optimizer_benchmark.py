@@ -21,6 +21,7 @@ from benchmarks.optimizer import (
     reused_results,
     run_all,
     share_with_interval,
+    suggestion_seconds,
     summarize,
     trials_to,
     trials_to_stay,
@@ -421,6 +422,11 @@ def test_the_reference_fits_without_a_warning_and_times_one_fit():
         warnings.simplefilter("error")
         seconds = reference_seconds(repeats=1)
     assert 0.0 < seconds < 60.0
+
+
+def test_a_suggestion_is_timed_on_the_simulated_cluster():
+    # It raises when the default strategy cannot suggest after the runs it is given.
+    assert 0.0 < suggestion_seconds(15, repeats=2) < 60.0
 
 
 @pytest.mark.parametrize("arguments", [["--seeds", "0"], ["--first-seed", "-1"]])
