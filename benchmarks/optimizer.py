@@ -562,13 +562,9 @@ def suggestion_seconds(runs: int, seed: int = 0, repeats: int = 3) -> float:
     configs = [p.space.decode(rng.uniform(-1.0, 1.0, len(p.space))) for _ in range(runs)]
     values = [p.observe(c, seed, i).value for i, c in enumerate(configs)]
     history = Runs(configs=configs, values=values, point_types=["bayes"] * runs)  # type: ignore[arg-type]
-    seconds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        with threadpool_limits(1):
-            next_batch(DEFAULT_METHOD, p.space, history, goal=p.goal, seed=seed)
-        seconds.append(time.perf_counter() - started)
-    return float(np.median(seconds))
+    return _median_seconds(
+        lambda: next_batch(DEFAULT_METHOD, p.space, history, goal=p.goal, seed=seed), repeats
+    )
 
 
 def reference_seconds(repeats: int = 3) -> float:
@@ -583,15 +579,21 @@ def reference_seconds(repeats: int = 3) -> float:
     rng = np.random.default_rng(0)
     x = rng.uniform(-1.0, 1.0, (250, 5))
     y = np.sin(2.0 * x).sum(axis=1) + rng.normal(0.0, 0.3, len(x))
+    kernel = Matern(np.ones(5), nu=2.5) + WhiteKernel()
+    model = GaussianProcessRegressor(kernel, n_restarts_optimizer=2, random_state=0)
+    _median_seconds(lambda: model.fit(x, y), 1)
+    return _median_seconds(lambda: model.fit(x, y), repeats)
+
+
+def _median_seconds(call: Callable[[], object], repeats: int) -> float:
+    """The median seconds of `repeats` calls of `call`, with one BLAS thread."""
     seconds = []
-    for _ in range(repeats + 1):
-        kernel = Matern(np.ones(5), nu=2.5) + WhiteKernel()
-        model = GaussianProcessRegressor(kernel, n_restarts_optimizer=2, random_state=0)
+    for _ in range(repeats):
         started = time.perf_counter()
         with threadpool_limits(1):
-            model.fit(x, y)
+            call()
         seconds.append(time.perf_counter() - started)
-    return float(np.median(seconds[1:]))
+    return float(np.median(seconds))
 
 
 def error_lines(results: Sequence[Result]) -> list[str]:
