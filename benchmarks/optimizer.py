@@ -408,7 +408,7 @@ def _ratio(ours: float, other: float, budget: int) -> str:
     if ours > budget and other > budget:
         return "n/a"
     mark = "<=" if other > budget else (">=" if ours > budget else "")
-    return f"{mark}{ours / other:.2f}"
+    return f"{mark}{ours / other:.2f}x"
 
 
 def verdict(ok: bool) -> str:
@@ -458,7 +458,7 @@ def goals_table(
             table.add_row(
                 name,
                 f"rec. trials to {_HEADLINE} % <= {GOAL_VS_PEER} x best peer ({against})",
-                f"{_trials(ours, budget)} ({_ratio(ours, other, budget)}x)",
+                f"{_trials(ours, budget)} ({_ratio(ours, other, budget)})",
                 _undecided(ours)
                 if undecided
                 else verdict(ours <= budget and ours <= GOAL_VS_PEER * other),

@@ -334,6 +334,7 @@ def test_tiny_run_end_to_end():
         out = io.StringIO()
         Console(file=out, width=200).print(goals_table([never, mine], ["branin"], "bayes"))
         assert judged in out.getvalue().splitlines()[4], out.getvalue()
+    assert ">12 (n/a)" in out.getvalue()  # neither got there: no ratio
     assert error_lines(results) == []
     failed = dataclasses.replace(results[0], errors=["budget 12: ValueError: boom"])
     assert error_lines([failed]) == ["error, branin random, seeds 0: budget 12: ValueError: boom"]
