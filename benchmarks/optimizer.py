@@ -28,9 +28,10 @@ Figures, each as median [25th, 75th percentile] over the seeds:
   trials proposed (the service fits one model for both);
 - stopped: seeds where the method stopped before the budget; errors: seeds where proposing
   raised (the race ends there; each distinct error is printed under the tables).
-`auto` chooses its path by the budget, so its figures at each reported budget come from a run
-with that budget. Tasks (problem, method, seed) run in `--jobs` processes with one BLAS thread;
-`--reuse` takes the results of the methods not in `--methods` from an earlier `--json` file.
+`auto`'s figures at each reported budget come from a run with that budget, as a user with that
+budget would get them (it plays the end of its budget for the final recommendation). Tasks
+(problem, method, seed) run in `--jobs` processes with one BLAS thread; `--reuse` takes the
+results of the methods not in `--methods` from an earlier `--json` file.
 `--first-seed` runs seeds that no earlier decision was judged on: a change kept because it did
 well on seeds 0-19 is favoured on them.
 

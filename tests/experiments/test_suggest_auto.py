@@ -87,9 +87,12 @@ def test_five_factors_are_screened_by_a_resolution_v_half_fraction():
     assert Counter(s.point_type for s in plan.suggestions) == {"factorial": 16, "centre": 3}
 
 
-def test_a_budget_too_small_for_the_staged_path_starts_bayesian_optimization():
-    plan = suggest("auto", SPACE, Runs(), budget=12)
-    assert plan.stage == "initial" and "budget of 12 trials" in plan.explanation
+@pytest.mark.parametrize("budget", [12, 1000])
+def test_any_budget_starts_bayesian_optimization(budget):
+    # A closed loop is after the optimum, which the staged path's runs delay at any budget.
+    plan = suggest("auto", SPACE, Runs(), budget=budget)
+    assert plan.stage == "initial" and f"budget of {budget} trials" in plan.explanation
+    assert {s.point_type for s in plan.suggestions} == {"space_filling"}
     assert len(plan.suggestions) == initial_runs(SPACE)
     assert {s.point_type for s in plan.suggestions} == {"space_filling"}
     assert_valid(SPACE, plan)
