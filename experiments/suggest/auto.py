@@ -167,10 +167,10 @@ class Auto(Strategy):
         if self.budget is not None:
             # Measured with benchmarks/optimizer.py, trials until the recommendation stays
             # within 2 % of the optimum, the staged path against Bayesian optimization from the
-            # start, seed by seed: the simulated cluster, budget 160 (20 seeds), 2 ahead and 18
-            # behind at 3 % noise, 5-15 at 8 %, where 8 of the 40 races stopped on a "confirmed"
-            # optimum at 90.8-97.7 % of the best; Branin, budget 100 (40 seeds), 12-26; earlier,
-            # at 3 % noise and a budget of 100, a median 81 trials against 24 (20 seeds).
+            # start, seed by seed: the simulated cluster, budget 160 (40 seeds), 3 ahead and 37
+            # behind at 3 % noise, 11-29 at 8 %, where 21 of the 80 races stopped on a
+            # "confirmed" optimum at 90.8-97.7 % of the best; Branin, budget 100 (40 seeds),
+            # 12-26; earlier, at 3 % noise and a budget of 100, a median 81 trials against 24.
             return (
                 f"a closed loop with a budget of {self.budget} trials is after the optimum, and"
                 f" {costs} would come before any search"
