@@ -24,8 +24,8 @@ before any search, and they made the optimum later at every budget measured), or
 no factorial at all (data recorded elsewhere). It then starts from a space-filling design when
 there are no runs. Without a budget (suggestions asked for one step at a time) the staged path
 is taken whenever it can be built.
-Once started it goes on: runs of type "bayes", "replicate", "full_length" or "space_filling"
-mark that path, and its explanation repeats why it was taken.
+Once started it goes on: runs of type "bayes", "exploration", "replicate", "full_length" or
+"space_filling" mark that path, and its explanation repeats why it was taken.
 
 Design steps (screening, augmentation, path, confirmation) are proposed whole, whatever the batch
 size asked: their statistics need every run.
@@ -67,7 +67,7 @@ PATH_STEPS = 3
 COMPOSITE_CENTRE_POINTS = 4
 # Runs of the quadratic model's residual degrees of freedom wanted beyond its parameters.
 _SPARE_DF = 2
-BAYES_TYPES = frozenset({"bayes", "replicate", "full_length", "space_filling"})
+BAYES_TYPES = frozenset({"bayes", "exploration", "replicate", "full_length", "space_filling"})
 
 
 class Auto(Strategy):

@@ -22,7 +22,7 @@ class Suggestion:
     units) come from the strategy's own model, or from a Gaussian process fitted to the runs
     when the strategy has none (`predicted_by` names the model); both are None only when there
     is nothing to model yet. `point_type` tells the run table what kind of run it is
-    ("factorial", "centre", "axial", "path", "bayes", "replicate", "full_length",
+    ("factorial", "centre", "axial", "path", "bayes", "exploration", "replicate", "full_length",
     "confirmation", "initial").
     """
 

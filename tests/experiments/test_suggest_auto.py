@@ -171,6 +171,20 @@ def test_no_curvature_climbs_the_path_of_steepest_ascent_then_hands_over():
     assert after.stage == "bayes" and "path of steepest ascent" in after.explanation
 
 
+def test_an_exploration_run_keeps_bayesian_optimization_going_after_the_staged_path():
+    _, runs = staged(noisy(bowl), steps=1)
+    explored = {"nodes": 2, "threads": 45, "buffer_gb": 7.5}
+    runs = Runs(
+        configs=[*runs.configs, explored],
+        values=[*runs.values, bowl(explored)],
+        point_types=[*runs.types, "exploration"],
+    )
+    plan = suggest("auto", SPACE, runs)
+    # Read as a run of the staged path, it would have the quadratic model judged on it.
+    assert plan.stage == "bayes" and plan.explanation.startswith("Bayesian optimization goes on.")
+    assert "space-filling design" not in plan.explanation
+
+
 def test_lack_of_fit_of_the_quadratic_model_hands_over_to_bayes():
     def twisted(config: dict) -> float:
         # Cubic cross terms (a²b, ab²) that no second-order surface follows.

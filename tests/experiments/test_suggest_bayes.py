@@ -345,6 +345,65 @@ def test_the_recommendation_beats_the_luckiest_run_under_noise():
     assert found.reason.startswith("Deploy nodes=")
 
 
+def pure_noise(runs: int, seed: int = 3) -> tuple[list[dict], list[float]]:
+    """`runs` random runs of a response that does not change at all, measured with noise."""
+    rng = np.random.default_rng(seed)
+    configs = random_configs(rng)[:runs]
+    return configs, [1000.0 + rng.normal(0, 15.0) for _ in configs]
+
+
+# A replicate just run: neither the replicate nor the challenge rule may lead the next batch.
+AFTER_A_REPLICATE = ["bayes"] * 29 + ["replicate"]
+
+
+def test_runs_that_look_like_noise_alone_get_a_space_filling_pick_first():
+    configs, values = pure_noise(30)
+    first, second = bayes(
+        NODES_THREADS, configs, values, count=2, point_types=AFTER_A_REPLICATE, seed=0
+    )
+    assert first.point_type == "exploration" and second.point_type == "bayes"
+    assert first.config not in configs and second.config not in configs
+    assert first.config != second.config
+    assert NODES_THREADS.check_config(first.config) == first.config
+    share = int(re.search(r"puts (\d+)% of the runs' variance in the noise", first.reason)[1])
+    assert share > 33
+    assert first.predicted is not None and first.uncertainty > 0
+    # The next ask goes on along the sequence: another unrun point, not the same one again.
+    configs.append(first.config)
+    values.append(1000.0)
+    (later,) = bayes(
+        NODES_THREADS, configs, values, point_types=[*AFTER_A_REPLICATE, "exploration"]
+    )
+    assert later.point_type == "exploration" and later.config not in configs
+
+
+def test_a_shape_plain_above_the_noise_is_searched_by_expected_improvement():
+    configs, values = noisy_bowl_runs(0, noise=1.0)
+    (pick,) = bayes(NODES_THREADS, configs, values, point_types=AFTER_A_REPLICATE, seed=0)
+    assert pick.point_type == "bayes"
+
+
+def test_too_few_runs_to_tell_noise_from_shape_are_searched_by_expected_improvement():
+    # Fewer than three runs per model column: any few runs look like noise to a model.
+    configs, values = pure_noise(5)
+    (pick,) = bayes(NODES_THREADS, configs, values, point_types=["bayes"] * 4 + ["replicate"])
+    assert pick.point_type == "bayes"
+
+
+def test_a_space_filling_pick_meets_the_constraints():
+    constraints = parse_constraints(["nodes * threads <= 40"], NODES_THREADS)
+    configs, values = pure_noise(30)
+    allowed = [i for i, c in enumerate(configs) if all(k.satisfied(c) for k in constraints)]
+    configs, values = [configs[i] for i in allowed], [values[i] for i in allowed]
+    types = ["bayes"] * (len(configs) - 1) + ["replicate"]
+    for seed in range(5):
+        (pick,) = bayes(
+            NODES_THREADS, configs, values, point_types=types, constraints=constraints, seed=seed
+        )
+        assert pick.point_type == "exploration" and pick.config not in configs
+        assert all(k.satisfied(pick.config) for k in constraints)
+
+
 def test_a_leader_passed_over_for_its_uncertainty_is_measured_again_first():
     # Noisy runs, the recommendation measured three times, then another configuration measured
     # once and luckier and luckier: between a lead too small to matter and one large enough to
