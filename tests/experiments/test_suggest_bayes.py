@@ -390,11 +390,19 @@ def test_too_few_runs_to_tell_noise_from_shape_are_searched_by_expected_improvem
     assert pick.point_type == "bayes"
 
 
+def test_runs_that_leave_few_degrees_of_freedom_are_searched_by_expected_improvement():
+    # Three runs per model column, but 4 degrees of freedom beyond the model's hyperparameters:
+    # too few to call the response noise and spend a run on filling space.
+    configs, values = pure_noise(8)
+    (pick,) = bayes(NODES_THREADS, configs, values, point_types=["bayes"] * 7 + ["replicate"])
+    assert pick.point_type == "bayes"
+
+
 def test_a_space_filling_pick_meets_the_constraints():
     constraints = parse_constraints(["nodes * threads <= 40"], NODES_THREADS)
-    configs, values = pure_noise(30)
-    allowed = [i for i, c in enumerate(configs) if all(k.satisfied(c) for k in constraints)]
-    configs, values = [configs[i] for i in allowed], [values[i] for i in allowed]
+    runs = [run for seed in (3, 4, 5) for run in zip(*pure_noise(30, seed), strict=True)]
+    allowed = [(c, v) for c, v in runs if all(k.satisfied(c) for k in constraints)]
+    configs, values = [c for c, _ in allowed], [v for _, v in allowed]
     types = ["bayes"] * (len(configs) - 1) + ["replicate"]
     for seed in range(5):
         (pick,) = bayes(
