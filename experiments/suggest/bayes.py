@@ -62,11 +62,12 @@ the better configuration is never looked at again.
 
 Exploration: a search model that puts more than a third of its variance in the noise is nearly
 flat, and its expected improvement peaks where the runs are farthest apart, on the faces and
-corners of the region; on noisy Hartmann-6 such picks kept one race on a corner for 40 trials
-and made another run one corner 18 times. So once there are three runs per model column, while
-the search's model puts more than a third of its variance in the noise and the point of highest
-expected improvement has more than half of its numeric factors at an end of their range, the
-batch's first pick (when no replicate leads it) is the next unrun point of a scrambled Sobol
+corners of the region; on noisy Hartmann-6 such picks put 23 of one race's last 48 trials on a
+corner and made another run one corner 18 times. So once there are three runs per model column
+and the runs leave `_DEGREES_TO_EXPLORE` degrees of freedom beyond the model's hyperparameters,
+while the search's model puts more than a third of its variance in the noise and the point of
+highest expected improvement has more than half of its numeric factors at an end of their range,
+the batch's first pick (when no replicate leads it) is the next unrun point of a scrambled Sobol
 sequence instead (type "exploration"); the rest of the batch follows by expected improvement.
 
 A fidelity factor (the trials' length, `Factor.fidelity`) changes three things
