@@ -980,6 +980,14 @@ class _Pool:
             return np.ones(len(rows), dtype=bool)
         return satisfied_rows(self.constraints, self.space, rows)
 
+    def _eligible(self, index: np.ndarray) -> np.ndarray:
+        """Which lattice points meet the constraints and keep to the fidelity's ladder."""
+        keep = self._allowed(self.lattice.natural(index))
+        if self.ladder is not None:
+            f, rungs = self.ladder
+            keep &= index[:, f] < rungs  # the lattice appends values off the ladder
+        return keep
+
     def best(
         self,
         score: Callable[[np.ndarray], np.ndarray],
@@ -991,10 +999,7 @@ class _Pool:
         excluded_index = [i for i in map(self.lattice.index_of, map(self._config, excluded)) if i]
 
         def scored(index: np.ndarray) -> np.ndarray:
-            keep = self._allowed(self.lattice.natural(index)) & ~_rows_in(index, excluded_index)
-            if self.ladder is not None:
-                f, rungs = self.ladder
-                keep &= index[:, f] < rungs  # the lattice appends values off the ladder
+            keep = self._eligible(index) & ~_rows_in(index, excluded_index)
             scores = np.full(len(index), -np.inf)
             if keep.any():
                 scores[keep] = score(self.encoder.gathered(self.lattice.values, index[keep]))
@@ -1013,11 +1018,7 @@ class _Pool:
     def unrun(self, run: Container[tuple[Value, ...]]) -> list[Value] | None:
         """The first allowed point of a scrambled Sobol sequence whose key is not in `run`."""
         points = np.array(_sobol(self.lattice, _SEQUENCE, self.seed + 1))
-        keep = self._allowed(self.lattice.natural(points))
-        if self.ladder is not None:
-            f, rungs = self.ladder
-            keep &= points[:, f] < rungs
-        for index in points[keep]:
+        for index in points[self._eligible(points)]:
             config = self.lattice.config(index)
             if self.space.key(config) not in run:
                 return list(config.values())
