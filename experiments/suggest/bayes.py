@@ -577,7 +577,7 @@ def _batch(
     explore = (
         not suggestions
         and fitted.judged
-        and fitted.x_fit.shape[0] - fitted.x_fit.shape[1] - 2 >= _DEGREES_TO_EXPLORE
+        and len(fitted.x_fit) - current.kernel_.theta.size >= _DEGREES_TO_EXPLORE
         and first is not None
         and _on_faces(space, first[0])
         and _noise_share(current) > _NOISE_SHARE_TO_EXPLORE
