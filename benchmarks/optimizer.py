@@ -610,6 +610,13 @@ def error_lines(results: Sequence[Result]) -> list[str]:
     ]
 
 
+def print_plain(console: Console, lines: Sequence[str]) -> None:
+    """Print each line as it is: an install hint's `.[peers]` or a traceback's brackets would
+    otherwise be read as rich's markup and dropped."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+
+
 def write_json(
     path: Path, arguments: dict[str, Any], results: Sequence[Result], wall: float
 ) -> None:
@@ -669,7 +676,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    installed = [m for m in METHOD_NAMES if m not in missing_peers()]
+    missing = missing_peers()
+    installed = [m for m in METHOD_NAMES if m not in missing]
     parser.add_argument("--budget", type=int, default=60, help="race budget (default 60)")
     parser.add_argument("--seeds", type=int, default=20, help="how many seeds (default 20)")
     parser.add_argument(
@@ -693,8 +701,7 @@ def main() -> None:
     reused = reused_results(args.reuse, args.problems, args.methods, seeds, args.budget)
     console = Console(width=max(Console().width, 200))
     status = Console(stderr=True)
-    for name, why in missing_peers().items():
-        console.print(f"peer {name} not run: {why} (pip install -e '.[peers]')", highlight=False)
+    print_plain(console, [f"peer {name} not run: {why}" for name, why in missing.items()])
     total = len(args.problems) * len(args.methods) * args.seeds
     finished: list[Result] = []
 
@@ -725,8 +732,7 @@ def main() -> None:
         goals_table(results, args.problems, suggestion_seconds=timings, reference=reference)
     )
     console.print(f"the reference (`reference_seconds`) took {reference:.2f} s", highlight=False)
-    for line in error_lines(results):
-        console.print(line, highlight=False)
+    print_plain(console, error_lines(results))
     console.print(f"total wall time {wall:.0f} s ({args.jobs} jobs)")
     if args.json:
         write_json(args.json, vars(args), results, wall)

@@ -15,6 +15,7 @@ from benchmarks.optimizer import (
     goals_table,
     main,
     paired_by_seed,
+    print_plain,
     problem_table,
     race,
     reference_seconds,
@@ -339,6 +340,16 @@ def test_tiny_run_end_to_end():
     assert error_lines(results) == []
     failed = dataclasses.replace(results[0], errors=["budget 12: ValueError: boom"])
     assert error_lines([failed]) == ["error, branin random, seeds 0: budget 12: ValueError: boom"]
+
+
+def test_install_hints_and_tracebacks_are_printed_as_they_are():
+    out = io.StringIO()
+    lines = [
+        "peer ax not run: No module named 'ax'; pip install -e '.[peers]'",
+        "error, branin tpe, seeds 0: x[bold]y[/bold] IndexError: [1, 2][5]",
+    ]
+    print_plain(Console(file=out, width=200), lines)
+    assert out.getvalue().splitlines() == lines
 
 
 def test_methods_are_compared_seed_by_seed_on_the_seeds_both_ran():
