@@ -202,11 +202,13 @@ class _Counter:
         if not distinct:
             self.feasible += int(np.isfinite(scores).sum())
             return scores
-        for row, value in zip(index, scores, strict=True):
-            key = tuple(int(v) for v in row)
+        # Plain tuples of Python ints, made in one call: a generator per row took a fifth of a
+        # suggestion after 800 runs of Hartmann-6, whose lines hold every observed value.
+        finite = np.isfinite(scores).tolist()
+        for key, ok in zip(map(tuple, index.tolist()), finite, strict=True):
             if key not in self.seen:
                 self.seen.add(key)
-                self.feasible += bool(np.isfinite(value))
+                self.feasible += ok
         return scores
 
 

@@ -264,7 +264,12 @@ def bayes_batch(
     sign = 1.0 if goal == "maximize" else -1.0
     searched = sign * np.log(y) if scale == "log" and np.all(y > 0) else None
     fitted = _Fitted.of(space, observed, sign * y, failed, limits, responses, seed, searched)
-    pool = _Pool(space, fitted.encoder, constraints, observed, seed, candidates, fitted.fidelity)
+    # Beyond the training cap the lattice takes the values of the runs the models learned from
+    # (and of the leaders, where the search starts), not of every run: after 800 runs of
+    # Hartmann-6 each continuous factor's line held over 800 values, and the search took two
+    # thirds of a suggestion. Below the cap these are every run.
+    on_lattice = [*fitted.learned, *fitted.incumbent.ranked[:_LEADERS]]
+    pool = _Pool(space, fitted.encoder, constraints, on_lattice, seed, candidates, fitted.fidelity)
     final = (
         budget_left is not None
         and budget_left <= FINAL_SHARE * (len(observed) + len(failed) + budget_left)
@@ -314,6 +319,7 @@ class _Fitted:
     guards: list[_Guard]
     fidelity: Fidelity | None
     measured: frozenset[tuple[Value, ...]]  # every configuration run, at its own length
+    learned: list[Config]  # the runs the models learned from (`training_rows`)
     judged: bool
     excluded: set[tuple[Value, ...]]
     incumbent: _Incumbent
@@ -420,6 +426,7 @@ class _Fitted:
             guards,
             fidelity,
             frozenset(space.key(c) for c in observed),
+            [observed[i] for i in measured],
             judged,
             excluded,
             incumbent,

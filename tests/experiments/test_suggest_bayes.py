@@ -773,6 +773,27 @@ def test_a_suggestion_after_800_runs_stays_within_seconds():
     assert sp.check_config(s.config) == s.config
 
 
+def test_a_suggestion_after_800_runs_of_a_narrow_peak_stays_within_seconds():
+    # Six continuous factors and a narrow peak: the runs' long upper tail brings in the warped
+    # search model, and every run's values would join the lattice's lines (800 a factor).
+    rng = np.random.default_rng(3)
+    sp = space(
+        *({"name": f"x{i}", "kind": "continuous", "low": 0.0, "high": 1.0} for i in range(6))
+    )
+    configs = [sp.decode(rng.uniform(-1, 1, 6)) for _ in range(800)]
+
+    def peak(c: dict) -> float:
+        return math.exp(-8.0 * sum((c[f"x{i}"] - 0.3) ** 2 for i in range(6)))
+
+    values = [peak(c) + rng.normal(0, 0.01) for c in configs]
+    suggestions, recommendation = assert_within(
+        6.0, 1, lambda: bayes_batch(sp, configs, values, seed=0)
+    )
+    assert sp.check_config(suggestions[0].config) == suggestions[0].config
+    # Learning from 250 of the runs, it still deploys one of the best few measured.
+    assert peak(recommendation.config) >= sorted(map(peak, configs))[-5]
+
+
 def test_a_noisy_shape_is_never_fitted_as_all_noise():
     # 12 noisy runs of a quadratic in 7 features: maximum likelihood alone has a second mode
     # that puts the signal at its lower bound and calls every difference noise.
