@@ -109,10 +109,15 @@ class Lattice:
         ]
         return None if any(i is None for i in index) else index  # type: ignore[return-value]
 
-    def nearest(self, coded: Sequence[float]) -> list[int]:
-        """The point nearest a coded position, factor by factor."""
-        pairs = zip(self._coded, coded, strict=True)
-        return [int(np.abs(values - c).argmin()) for values, c in pairs]
+    def nearest(self, coded: np.ndarray) -> np.ndarray:
+        """The points nearest coded positions (one row each), factor by factor."""
+        coded = np.atleast_2d(coded)
+        return np.column_stack(
+            [
+                np.abs(values[None, :] - coded[:, [f]]).argmin(axis=1)
+                for f, values in enumerate(self._coded)
+            ]
+        )
 
     def add(self, f: int, value: Value) -> int:
         """The index of `value` among factor `f`'s candidates, appended if new."""

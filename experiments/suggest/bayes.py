@@ -972,7 +972,7 @@ class _Pool:
             flat = np.arange(self.lattice.size)
             checked = np.column_stack(np.unravel_index(flat, self.lattice.sizes))
         else:
-            self.starts = np.unique(np.array(_sobol(self.lattice, size, seed)), axis=0)
+            self.starts = np.unique(_sobol(self.lattice, size, seed), axis=0)
             checked = self.starts
         if not self._allowed(self.lattice.natural(checked)).any():
             raise DomainError(
@@ -1024,7 +1024,7 @@ class _Pool:
 
     def unrun(self, run: Container[tuple[Value, ...]]) -> list[Value] | None:
         """The first allowed point of a scrambled Sobol sequence whose key is not in `run`."""
-        points = np.array(_sobol(self.lattice, _SEQUENCE, self.seed + 1))
+        points = _sobol(self.lattice, _SEQUENCE, self.seed + 1)
         for index in points[self._eligible(points)]:
             config = self.lattice.config(index)
             if self.space.key(config) not in run:
@@ -1047,13 +1047,13 @@ def _as_one_value(rows: np.ndarray) -> np.ndarray:
     return whole.view(np.dtype((np.void, whole.dtype.itemsize * whole.shape[1]))).ravel()
 
 
-def _sobol(lattice: Lattice, size: int, seed: int) -> list[list[int]]:
+def _sobol(lattice: Lattice, size: int, seed: int) -> np.ndarray:
     """Scrambled Sobol points of the coded region, each snapped to its nearest lattice point."""
     sampler = qmc.Sobol(d=len(lattice.sizes), scramble=True, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a count not a power of two is fine here
         unit = sampler.random(size)
-    return [lattice.nearest(2.0 * u - 1.0) for u in unit]
+    return lattice.nearest(2.0 * unit - 1.0)
 
 
 def _check_at_least(name: str, value: object, low: int) -> None:

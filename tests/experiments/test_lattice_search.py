@@ -114,6 +114,7 @@ def test_a_lattice_needs_values_for_every_factor():
 
 def test_nearest_and_index_of_find_the_lattice_point():
     lattice = Lattice(WIDE, [[1, 50_000, 100_000], [1, 100_000]])
-    assert lattice.nearest([-0.98, 0.9]) == [0, 1]
+    assert lattice.nearest(np.array([-0.98, 0.9])).tolist() == [[0, 1]]
+    assert lattice.nearest(np.array([[-0.98, 0.9], [0.9, -0.98]])).tolist() == [[0, 1], [2, 0]]
     assert lattice.index_of({"a": 50_000, "b": 1}) == [1, 0]
     assert lattice.index_of({"a": 7, "b": 1}) is None
