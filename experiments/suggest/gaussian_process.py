@@ -59,13 +59,14 @@ __all__ = [
 ]
 
 # Restarts of the hyperparameters' search from random points, for fewer runs than the cap: a
-# few runs can leave the likelihood several modes. At the cap one start found the same model in
-# 19 suggestions of 21 after 300 and 800 random runs of four problems, the same recommendation
-# in all, and halved the fit.
+# few runs can leave the likelihood several modes. At the cap one start gave the same next pick
+# in 19 suggestions of 21 after 300 and 800 random runs of four problems, the same
+# recommendation in all, and halved the fit.
 _RESTARTS = 2
 # Measured on the simulated cluster's 5 factors (2 cores, one BLAS thread): a suggestion took
-# 40 s at 800 runs with every run in the model, and takes 3-4 s with this cap. A cap of 100
-# halved that and cost nothing measurable in races of 160 runs, but none measured beyond them.
+# 40 s at 800 runs with every run in the model, 3-4 s with this cap, and under 2 s with one start
+# and the learned runs' values on the search's lattice (`suggest.bayes`). A cap of 100 halved
+# the 3-4 s and cost nothing measurable in races of 160 runs, but none measured beyond them.
 MAX_TRAINING_ROWS = 250
 # Length scales in coded units: shorter than a tenth of a coded unit means wiggles finer than
 # the spacing of most integer lattices; the prior's mean and sd are of log(length scale): a
