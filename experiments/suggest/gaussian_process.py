@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.optimize
-from scipy.stats import norm
+import scipy.special
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Kernel, Matern, WhiteKernel
@@ -433,6 +433,9 @@ def expected_improvement(model: GaussianProcessRegressor, x: np.ndarray, best: f
     gain = mean - best
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, gain / sd, 0.0)
-    ei = np.where(sd > 0, gain * norm.cdf(z) + sd * norm.pdf(z), np.maximum(gain, 0.0))
+    # The normal distribution's cdf and density as scipy.stats computes them, without its
+    # argument checks, which took a tenth of a suggestion after 60 runs.
+    density = np.exp(-(z**2) / 2.0) / math.sqrt(2.0 * math.pi)
+    ei = np.where(sd > 0, gain * scipy.special.ndtr(z) + sd * density, np.maximum(gain, 0.0))
     ei = np.where(_near(model, correlation), 0.0, ei)
     return np.maximum(ei, 0.0)
