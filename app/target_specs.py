@@ -93,7 +93,7 @@ WAN_FACTORS: dict[str, tuple[float, float]] = {
 }
 # Any other factor of a real cluster is a dynamic server variable, set with SET GLOBAL on every
 # node; the worker checks the name against the server's own list before a trial.
-SERVER_VARIABLE = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+SERVER_VARIABLE = re.compile(r"[a-z_][a-z0-9_]{0,63}\Z")
 
 SIMULATED_FACTORS: tuple[str, ...] = (
     "nodes",
@@ -103,6 +103,52 @@ SIMULATED_FACTORS: tuple[str, ...] = (
     "runtime_s",
     "write_share",
 )
+
+
+@dataclass(frozen=True)
+class FactorRange:
+    """The values a built-in factor takes on a kind of target: low to high, whole numbers only
+    when `whole` (counts of nodes, clients, threads; seconds sysbench runs)."""
+
+    low: float
+    high: float
+    whole: bool = True
+
+
+# The lab's largest cluster unless its settings say otherwise (settings.max_nodes, at most
+# LAB_NODES_LIMIT: two-digit node numbers in its ports and paths); its layout's default.
+LAB_MAX_NODES = 9
+LAB_NODES_LIMIT = 99
+# Trials shorter than this cannot tell a steady state from the warm-up (MSER-5 on one-second
+# interval reports); an hour is the longest trial any target runs.
+MIN_RUNTIME_S = 10
+MAX_RUNTIME_S = 3600
+# The simulated model's domain (worker/targets/simulated.py): the published study's inputs.
+SIMULATED_RANGES: dict[str, FactorRange] = {
+    "nodes": FactorRange(1, 16),
+    "clients": FactorRange(1, 16),
+    "threads_per_client": FactorRange(1, 256),
+    "wsrep_slave_threads": FactorRange(1, 64),
+    "runtime_s": FactorRange(MIN_RUNTIME_S, MAX_RUNTIME_S, whole=False),
+    "write_share": FactorRange(0, 1, whole=False),
+}
+# A real cluster's built-in numeric factors: as many client machines and threads as the
+# simulated one (16 x 256 connections, what deploy/galera/galera.cnf's max_connections is sized
+# for), whole seconds (sysbench's --time), the server's own range of applier threads, and the
+# workloads' options and the WAN's ranges above. `nodes` and `load_nodes` go up to the target's
+# node count (`TargetSpec.factor_range`).
+_WHOLE_OPTIONS = frozenset({"statements_per_trx", "hot_rows", "warehouses", "sites"})
+CLUSTER_RANGES: dict[str, FactorRange] = {
+    "clients": FactorRange(1, 16),
+    "threads_per_client": FactorRange(1, 256),
+    "runtime_s": FactorRange(MIN_RUNTIME_S, MAX_RUNTIME_S),
+    "wsrep_slave_threads": FactorRange(1, 512),
+    **{
+        name: FactorRange(low, high, whole=name in _WHOLE_OPTIONS)
+        for options in (*WORKLOAD_OPTIONS.values(), WAN_FACTORS)
+        for name, (low, high) in options.items()
+    },
+}
 
 # None means "any name": a manual target records whatever was measured elsewhere.
 KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
@@ -165,6 +211,31 @@ class TargetSpec:
     def accepts_server_variables(self) -> bool:
         """Whether factors may name dynamic server variables (real clusters)."""
         return self.kind in SERVER_VARIABLE_KINDS
+
+    def factor_range(self, name: str) -> tuple[float, float] | None:
+        """The values a built-in numeric factor may take on this target, low to high (for
+        `nodes` and `load_nodes`: up to the target's node count); None for a name that is not
+        one of its built-in numeric factors (a categorical one, a server setting, any name on a
+        manual target)."""
+        rule = self._builtin_range(name)
+        return None if rule is None else (rule.low, rule.high)
+
+    def _builtin_range(self, name: str) -> FactorRange | None:
+        if self.kind == "simulated":
+            return SIMULATED_RANGES.get(name)
+        if self.kind not in ("lab", "external") or name not in (self.factors or ()):
+            return None
+        if name in ("nodes", "load_nodes"):
+            return FactorRange(1, self._node_ceiling())
+        return CLUSTER_RANGES.get(name)
+
+    def _node_ceiling(self) -> int:
+        """The most nodes a trial may ask for: the lab's `max_nodes`, an external target's
+        listed nodes."""
+        if self.kind == "lab":
+            return int(self.settings.get("max_nodes", LAB_MAX_NODES))
+        listed = self.settings.get("nodes")
+        return len(listed) if isinstance(listed, list) and listed else self._fixed_nodes()
 
     @property
     def restartable(self) -> bool:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.target_specs import GALERA_RESPONSES, TargetsFileError, load_targets
+from app.target_specs import GALERA_RESPONSES, TargetsFileError, TargetSpec, load_targets
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -63,3 +63,15 @@ def test_factor_and_response_checks_name_the_field():
 
 def space(*names: str) -> FactorSpace:
     return FactorSpace.from_dicts([{"name": n, "low": 1, "high": 2} for n in names])
+
+
+def test_the_range_of_a_built_in_factor_is_the_targets_own():
+    targets = load_targets(None)
+    assert targets["simulated"].factor_range("nodes") == (1, 16)
+    assert targets["lab"].factor_range("nodes") == (1, 9)
+    assert TargetSpec("big", "lab", {"max_nodes": 16}).factor_range("load_nodes") == (1, 16)
+    two = TargetSpec("dc", "external", {"nodes": [{"host": "db1"}, {"host": "db2"}]})
+    assert two.factor_range("nodes") == (1, 2) and two.factor_range("sites") is None
+    assert targets["lab"].factor_range("runtime_s") == (10, 3600)
+    assert targets["lab"].factor_range("workload") is None
+    assert targets["manual"].factor_range("nodes") is None
