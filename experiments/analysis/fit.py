@@ -30,7 +30,7 @@ from experiments.analysis.results import (
 )
 from experiments.analysis.screening import Curvature, Lenth, curvature, lenth
 from experiments.analysis.selection import Selection
-from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot, hard_to_change_terms
+from experiments.analysis.split_plot import SplitPlotFit, fit_split_plot
 from experiments.analysis.statistics import (
     AnovaRow,
     FitStatistics,
@@ -105,7 +105,7 @@ def fit(
         table = anova(results, x, terms.names, terms.factors)
         ranked = ranked_effects(space, terms, results, table, best, goal)
         statistics = fit_statistics(results, x, y)
-        split = _split_plot(space, terms, x, y, whole_plots)
+        split = _split_plot(terms, x, y, whole_plots)
         misfit = lack_of_fit(_replicate_keys(fitted), y, results)
         factor_terms = terms.factor_term_columns
         factor_names = [terms.names[j] for j in factor_terms]
@@ -199,26 +199,30 @@ def _terms(results: RegressionResults, names: Sequence[str]) -> list[Term]:
 
 
 def _method(split: SplitPlotFit | None) -> str:
-    if split is not None:
+    if split is None:
+        return "ordinary least squares (the runs did not come in whole plots)"
+    if split.method == "REML":
         return (
             "ordinary least squares, and a split-plot mixed model (REML, random whole-plot "
-            "effect) because the runs came in whole plots"
+            "effect, Satterthwaite's degrees of freedom) because the runs came in whole plots"
         )
-    return "ordinary least squares (the runs did not come in whole plots)"
+    return f"ordinary least squares ({'; '.join(split.notes)})"
 
 
 def _split_plot(
-    space: FactorSpace,
     terms: ModelTerms,
     x: np.ndarray,
     y: np.ndarray,
     whole_plots: Sequence[int | None] | None,
 ) -> SplitPlotFit | None:
-    """The mixed-model fit when the runs came in whole plots; None: ordinary least squares."""
-    plots = [p for p in whole_plots or () if p is not None]
-    if len(plots) != len(y) or len(set(plots)) < 2:
+    """The mixed-model fit when the runs came in whole plots, or its OLS fallback with the
+    reason when they cannot support it (some runs unlabelled); None when no run carries a whole
+    plot or every run the same one."""
+    plots = list(whole_plots or ())
+    labelled = {p for p in plots if p is not None}
+    if not labelled or (len(labelled) < 2 and None not in plots):
         return None
-    return fit_split_plot(y, x, terms.names, plots, hard_to_change_terms(space, terms))
+    return fit_split_plot(y, x, terms.names, plots)
 
 
 def _two_level(space: FactorSpace, observed: list[Config]) -> tuple[list[int], list[int]] | None:
