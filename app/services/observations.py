@@ -20,8 +20,9 @@ from app.services.errors import ConflictError
 from app.services.trial_runs import new_trial
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
 from app.target_specs import TargetSpec
+from experiments.analysis.split_plot import varying_hard_to_change
 from experiments.errors import DomainError
-from experiments.factors import NAME_PATTERN, FactorSpace
+from experiments.factors import NAME_PATTERN, Config, FactorSpace
 
 MAX_OBSERVATIONS = 1000
 
@@ -56,6 +57,7 @@ async def record_observations(
         (_observed_config(space, item, i), _observed_responses(item, i), _layout(item, i))
         for i, item in enumerate(observations)
     ]
+    _check_whole_plots(space, checked, await rows.list_trials(session, experiment_id))
     pending = list(await rows.list_trials(session, experiment_id, status=TrialStatus.PENDING))
     next_order = await rows.max_run_order(session, experiment_id)
     now = utcnow()
@@ -97,6 +99,37 @@ def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dic
         return space.check_config(config)
     except DomainError as error:
         raise DomainError(f"observations.{i}.config.{error.field}", error.rule) from None
+
+
+def _check_whole_plots(
+    space: FactorSpace,
+    checked: Sequence[tuple[Config, Any, dict[str, int]]],
+    trials: Sequence[Trial],
+) -> None:
+    """A hard-to-change factor keeps one setting in a whole plot: an observation's whole plot
+    must agree with the experiment's trials of that whole plot and with the other
+    observations."""
+    stored: dict[int, Trial] = {}
+    for trial in trials:
+        if trial.whole_plot is not None:
+            stored.setdefault(trial.whole_plot, trial)
+    configs = [*(t.config for t in stored.values()), *(config for config, _, _ in checked)]
+    plots = [*stored, *(layout.get("whole_plot") for _, _, layout in checked)]
+    found = varying_hard_to_change(space, configs, plots)
+    if found is None:
+        return
+    i, name, j = found
+    earlier = (
+        f"trial {list(stored.values())[j].id}"
+        if j < len(stored)
+        else f"observation {j - len(stored)}"
+    )
+    raise DomainError(
+        f"observations.{i - len(stored)}.whole_plot",
+        f"whole plot {plots[i]} holds {name}={configs[j][name]} ({earlier}), this run"
+        f" {name}={configs[i][name]}: a hard-to-change factor keeps one setting within a whole"
+        " plot; give the run another whole plot or none",
+    )
 
 
 def _layout(item: Mapping[str, Any], i: int) -> dict[str, int]:
