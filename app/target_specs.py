@@ -406,8 +406,20 @@ class TargetSpec:
         return int(defaults.get("nodes", len(listed) if isinstance(listed, list) else 3))
 
     def check_plan(self, configs: Sequence[Mapping[str, Any]]) -> None:
-        """Raise when a planned run puts load on more nodes than the cluster has, or more sites
-        than nodes."""
+        """Raise when a planned run sets a factor beyond the range this target accepts, puts
+        load on more nodes than the cluster has, or more sites than nodes."""
+        for name in dict.fromkeys(name for config in configs for name in config):
+            accepted = self.factor_range(name)
+            if accepted is None:
+                continue
+            low, high = accepted
+            beyond = sorted({float(c[name]) for c in configs if not low <= float(c[name]) <= high})
+            if beyond:
+                raise DomainError(
+                    "design",
+                    f"planned runs set {name} to {', '.join(f'{v:g}' for v in beyond)}: target"
+                    f" '{self.name}' accepts {low:g} to {high:g}",
+                )
         for above, below, rule in (
             ("load_nodes", "nodes", "put load_nodes above nodes"),
             ("sites", "nodes", "split fewer nodes than sites (each site needs a node)"),

@@ -16,11 +16,18 @@ from app.services.errors import NotFoundError
 from app.statuses import TrialSource, TrialStatus
 from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
-from experiments.designs import Design, DesignRequest, design_size, plan
+from experiments.designs import Design, DesignRequest, Limits, design_size, plan
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
 RUN_TABLE_COLUMNS = ("run_order", "std_order", "block", "whole_plot", "replicate", "point_type")
+
+
+def target_limits(target: TargetSpec, space: FactorSpace) -> Limits:
+    """The ranges `target` accepts for the factors of `space` it bounds (its built-in numeric
+    factors): with the integer factors' own ranges, where no planned run may go beyond."""
+    ranges = {name: target.factor_range(name) for name in space.names}
+    return {name: accepted for name, accepted in ranges.items() if accepted is not None}
 
 
 def planned(
@@ -29,8 +36,10 @@ def planned(
     design: Mapping[str, Any],
     constraints: Sequence[str],
     max_design_runs: int,
+    limits: Limits | None = None,
 ) -> Design:
-    """Check the request and its size against the limit, then plan the design."""
+    """Check the request and its size against the limit, then plan the design inside the hard
+    ranges (`limits`: the target's, `target_limits`)."""
     request = DesignRequest.from_dict(design)
     parsed = parse_constraints(constraints, space)
     size = design_size(space, request)
@@ -40,7 +49,7 @@ def planned(
             f"the design needs {size} runs, more than the limit of {max_design_runs} "
             "(GALERA_DOE_MAX_DESIGN_RUNS)",
         )
-    return plan(space, request, parsed)
+    return plan(space, request, parsed, limits)
 
 
 def preview(
@@ -53,14 +62,21 @@ def preview(
     max_design_runs: int,
 ) -> Design:
     """Plan a design without storing anything; a named target checks (and prepares) the factors."""
-    space, notes = FactorSpace.from_dicts(factors), []
+    space, notes, limits = FactorSpace.from_dicts(factors), [], {}
     if target is not None:
         if target not in targets:
             raise DomainError(
                 "target", f"unknown target '{target}'; known: {', '.join(sorted(targets))}"
             )
         space, notes = targets[target].prepared_space(space)
-    design = planned(space, design=design, constraints=constraints, max_design_runs=max_design_runs)
+        limits = target_limits(targets[target], space)
+    design = planned(
+        space,
+        design=design,
+        constraints=constraints,
+        max_design_runs=max_design_runs,
+        limits=limits,
+    )
     return dataclasses.replace(design, notes=(*notes, *design.notes))
 
 

@@ -84,7 +84,7 @@ async def create(
         status=ExperimentStatus.PLANNED,
         owner=new.owner,
     )
-    design = await _planned(experiment, space, new, target_notes, max_design_runs)
+    design = await _planned(experiment, space, new, target, target_notes, max_design_runs)
     if design is not None:
         target.check_plan([point.config for point in design.points])
     session.add(experiment)
@@ -130,6 +130,7 @@ async def _planned(
     experiment: Experiment,
     space: FactorSpace,
     new: NewExperiment,
+    target: TargetSpec,
     target_notes: list[str],
     max_design_runs: int,
 ) -> Design | None:
@@ -146,6 +147,7 @@ async def _planned(
         design=new.design,
         constraints=new.constraints,
         max_design_runs=max_design_runs,
+        limits=designs.target_limits(target, space),
     )
     experiment.design_notes = [*target_notes, *design.notes]
     experiment.design_report = designs.report_of(design)

@@ -1,11 +1,12 @@
 """The planner: from a factor space and a design request to a run table with its quality report.
 
 Each design family is a `base.DesignFamily` subclass in `experiments/designs/<kind>.py`, listed in
-`FAMILIES`; this package does what every family shares, in this order: centre points (per
-block), replicates, decoding to natural values (integers rounded, explicit levels snapped to the
-nearest, with the `rounded` flag), removal of runs that break the constraints, reporting of
-points that collapsed onto each other, the run order (randomized within blocks, grouped into
-whole plots by the hard-to-change factors), and the quality report for the chosen model.
+`FAMILIES`; this package does what every family shares, in this order: the family's fit to the
+hard ranges (`limits`), centre points (per block), replicates, decoding to natural values
+(integers rounded, explicit levels snapped to the nearest, with the `rounded` flag), removal of
+runs that break the constraints, the check that no run left a hard range, reporting of points
+that collapsed onto each other, the run order (randomized within blocks, grouped into whole
+plots by the hard-to-change factors), and the quality report for the chosen model.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from experiments.designs.d_optimal import DOptimal
 from experiments.designs.fractional_factorial import FractionalFactorial
 from experiments.designs.full_factorial import FullFactorial, factor_levels
 from experiments.designs.latin_hypercube import LatinHypercube
+from experiments.designs.limits import Limits, breaches, hard_ranges, natural
 from experiments.designs.plackett_burman import PlackettBurman
 from experiments.designs.quality import DesignQuality, assess
 from experiments.designs.request import KINDS, DesignRequest
 from experiments.errors import DomainError
-from experiments.factors import Config, Factor, FactorSpace, Value
+from experiments.factors import Config, FactorSpace, Value
 
 if TYPE_CHECKING:
     from experiments.constraints import Constraint
@@ -40,6 +42,7 @@ __all__ = [
     "Design",
     "DesignPoint",
     "DesignRequest",
+    "Limits",
     "design_size",
     "factor_levels",
     "plan",
@@ -127,12 +130,20 @@ def design_size(space: FactorSpace, request: DesignRequest) -> int:
 
 
 def plan(
-    space: FactorSpace, request: DesignRequest, constraints: Sequence[Constraint] = ()
+    space: FactorSpace,
+    request: DesignRequest,
+    constraints: Sequence[Constraint] = (),
+    limits: Limits | None = None,
 ) -> Design:
-    """Plan the design: the family's runs, then everything the families share (module doc)."""
+    """Plan the design: the family's runs, then everything the families share (module doc).
+
+    `limits` are the ranges the target accepts for the factors it bounds; with the integer
+    factors' ranges they are the hard ranges no planned run may leave (`limits` module)."""
     family = FAMILIES[request.kind]
     family.check(space, request)
     _check_centre_points(space, request)
+    ranges = hard_ranges(space, limits)
+    request, chosen = family.fit_ranges(space, request, ranges)
     runs = family.build(space, request, constraints)
     rows = [
         (replicate, point_type, block, coded)
@@ -153,6 +164,13 @@ def plan(
     if not feasible:
         raise DomainError(
             "constraints", f"every one of the {len(planned)} planned runs breaks a constraint"
+        )
+    beyond = breaches(ranges, (p[5] for p in feasible))
+    if beyond:
+        raise DomainError(
+            "design",
+            f"the {request.kind} design plans {'; '.join(beyond)}: no planned run may leave a"
+            " hard range",
         )
     duplicates = _collapsed(space, feasible)
     orders, plots = _run_order(space, request, feasible)
@@ -183,7 +201,7 @@ def plan(
         family=runs.report,
         quality=quality,
         removed_by_constraints=removed,
-        notes=_notes(space, request, points, removed),
+        notes=(*filter(None, [chosen]), *_notes(space, request, points, removed)),
     )
 
 
@@ -207,20 +225,13 @@ def _centre_rows(space: FactorSpace) -> list[np.ndarray]:
 
 def _decode(space: FactorSpace, coded: np.ndarray) -> tuple[Config, bool]:
     """Natural values of a coded point, and whether rounding or snapping moved it."""
-    config = {f.name: _natural(f, float(c)) for f, c in zip(space.factors, coded, strict=True)}
+    config = {f.name: natural(f, float(c)) for f, c in zip(space.factors, coded, strict=True)}
     moved = any(
         abs(f.encode(config[f.name]) - float(c)) > _CODED_TOLERANCE
         for f, c in zip(space.factors, coded, strict=True)
         if f.is_numeric
     )
     return config, moved
-
-
-def _natural(factor: Factor, coded: float) -> Value:
-    if factor.is_numeric and factor.levels is not None:
-        nearest = min(factor.levels, key=lambda v: abs(factor.encode(v) - coded))
-        return factor.check_value(nearest)
-    return factor.decode(coded)
 
 
 def _collapsed(space: FactorSpace, planned: list[tuple[Any, ...]]) -> dict[int, int]:

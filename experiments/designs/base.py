@@ -20,6 +20,7 @@ from experiments.factors import FactorSpace
 
 if TYPE_CHECKING:
     from experiments.constraints import Constraint
+    from experiments.designs.limits import HardRange
     from experiments.designs.request import DesignRequest
 
 
@@ -81,6 +82,16 @@ class DesignFamily(ABC):
     @abstractmethod
     def size(self, space: FactorSpace, request: DesignRequest) -> int:
         """Runs `build` returns, computed cheaply (the planner refuses oversized requests)."""
+
+    def fit_ranges(
+        self, space: FactorSpace, request: DesignRequest, ranges: Sequence[HardRange]
+    ) -> tuple[DesignRequest, str | None]:
+        """The request to build so that no run leaves a hard range, and a note when the planner
+        chose it; DomainError naming the option when the request asks for runs beyond one.
+
+        Families whose runs stay inside low..high (coded -1..+1) keep the request as it is.
+        """
+        return request, None
 
     @abstractmethod
     def build(

@@ -7,6 +7,13 @@ minimum-aberration fractions of the standard 2^(k-p) table (Montgomery, DAE, tab
 rotatable (F^(1/4)), orthogonal, or a number; the inscribed type shrinks the whole design into
 the ranges, the face-centred one puts the axial points on the faces (alpha 1).
 
+Axial points beyond a hard range (`experiments.designs.limits`: an integer factor's low..high,
+the target's range) cannot run. When the request leaves the type open the planner then takes
+the face-centred design, and says so in the notes: it keeps the factorial points on the ends of
+the ranges and every point on whole numbers, where an inscribed design shrinks the factorial
+portion inward (nodes 1..9 would run at 2 and 8) and rounding moves it off its distances. An
+explicit circumscribed type, or a numeric alpha, that would leave a hard range is refused.
+
 Blocks: 2 puts the factorial portion in block 1 and the axial portion in block 2; 3 also splits
 the factorial portion in two by confounding its highest-order interaction that leaves main
 effects and two-factor interactions clear. With the orthogonal alpha, a blocked design takes the
@@ -16,6 +23,7 @@ alpha that blocks it orthogonally (Box & Hunter 1957). Centre points are the pla
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -26,6 +34,7 @@ import numpy as np
 
 from experiments.designs import _pydoe
 from experiments.designs.base import DesignFamily, FamilyRuns, require_numeric_factors
+from experiments.designs.limits import HardRange, breaches, natural
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 
@@ -38,6 +47,13 @@ LETTERS = "ABCDEFGHJK"
 MIN_FACTORS = 2
 MAX_FACTORS = len(LETTERS)
 BLOCK_COUNTS = (1, 2, 3)
+# How the refusals and notes name each way of choosing alpha (`alpha`'s kinds).
+ALPHA_WORDS = {
+    "rotatable": "the rotatable alpha",
+    "orthogonal": "the orthogonal alpha",
+    "orthogonal_blocks": "the orthogonally blocking alpha",
+    "numeric": "alpha",
+}
 # Generators of the fractional factorial portion, in letters of the base factors; absent = full.
 FRACTIONS: dict[int, tuple[str, ...]] = {
     5: ("ABCD",),
@@ -169,6 +185,37 @@ class CentralComposite(DesignFamily):
                 " unset or give 1",
             )
 
+    def fit_ranges(
+        self, space: FactorSpace, request: DesignRequest, ranges: Sequence[HardRange]
+    ) -> tuple[DesignRequest, str | None]:
+        """Face-centred when a circumscribed design left open would put axial points beyond a
+        hard range (with the note saying why); DomainError when the request asked for them."""
+        self.check(space, request)
+        distance, kind = alpha(len(space), request)
+        if request.ccd_shape != "circumscribed" or distance <= 1.0:
+            return request, None
+        axial = [{f.name: natural(f, sign * distance)} for f in space.factors for sign in (-1, 1)]
+        beyond = "; ".join(breaches(ranges, axial))
+        if not beyond:
+            return request, None
+        asked = f"{ALPHA_WORDS[kind]} {distance:.3g}"
+        if request.ccd_type is None and not _is_number(request.alpha):
+            note = (
+                "face-centred central composite design (alpha = 1), chosen because the"
+                f" circumscribed design's axial points, at {asked}, would plan {beyond}."
+                " Face-centred rather than inscribed: it keeps the factorial points on the ends"
+                " of the ranges, where an inscribed design shrinks them inward (and rounds"
+                " integer factors off its distances); give ccd_type to choose another"
+            )
+            return dataclasses.replace(request, ccd_type="face_centred"), note
+        option = "design.ccd_type" if request.ccd_type is not None else "design.alpha"
+        raise DomainError(
+            option,
+            f"a circumscribed design puts its axial points at {asked}, which plans {beyond}:"
+            " no planned run may leave a hard range; give ccd_type face_centred or inscribed"
+            + ("" if request.ccd_type is not None else ", or a smaller alpha"),
+        )
+
     def size(self, space: FactorSpace, request: DesignRequest) -> int:
         """Factorial plus axial runs (centre points are added by the planner)."""
         self.check(space, request)
@@ -187,7 +234,7 @@ class CentralComposite(DesignFamily):
         for i in range(k):
             axial[2 * i, i], axial[2 * i + 1, i] = -distance, distance
         coded = np.vstack([cube, axial])
-        if request.ccd_type == "inscribed":
+        if request.ccd_shape == "inscribed":
             # The circumscribed design shrunk until its farthest points sit on the range ends.
             coded /= max(distance, 1.0)
         aliases = _split_word(k) if request.blocks == 3 else None
@@ -204,7 +251,7 @@ class CentralComposite(DesignFamily):
             report={
                 "alpha": distance,
                 "alpha_kind": kind,
-                "ccd_type": request.ccd_type,
+                "ccd_type": request.ccd_shape,
                 "factorial_runs": len(cube),
                 "axial_runs": 2 * k,
                 "factorial_fraction": fraction_text(k),

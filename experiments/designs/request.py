@@ -58,7 +58,9 @@ class DesignRequest:
     - `resolution` or `runs`: the size of a fractional factorial (give one; default resolution 4
       or the smallest design that reaches it); `runs` also sizes Plackett-Burman (rounded up to a
       multiple of 4), Latin hypercube and D-optimal designs.
-    - `ccd_type` and `alpha` for central composite designs (`alpha` a name or a number).
+    - `ccd_type` and `alpha` for central composite designs (`alpha` a name or a number);
+      `ccd_type` None leaves the choice to the planner: circumscribed, unless its axial points
+      would leave a factor's hard range (`experiments.designs.limits`), then face-centred.
     - `model`: the model the design must estimate (D-optimal) and the quality report describes;
       default per kind (DEFAULT_MODELS).
     - `candidates`: size of the D-optimal candidate set when the lattice of levels is larger.
@@ -70,7 +72,7 @@ class DesignRequest:
     levels: int = 2
     resolution: int | None = None
     runs: int | None = None
-    ccd_type: str = "circumscribed"
+    ccd_type: str | None = None
     alpha: str | float = "rotatable"
     model: str | None = None
     candidates: int | None = None
@@ -90,7 +92,7 @@ class DesignRequest:
                 _check_whole(name, getattr(self, name), low, high)
         if not isinstance(self.randomize, bool):
             raise DomainError("design.randomize", "must be true or false")
-        if self.ccd_type not in CCD_TYPES:
+        if self.ccd_type is not None and self.ccd_type not in CCD_TYPES:
             raise DomainError("design.ccd_type", f"must be one of {', '.join(CCD_TYPES)}")
         if isinstance(self.alpha, str):
             if self.alpha not in ALPHAS:
@@ -112,6 +114,11 @@ class DesignRequest:
         if self.centre_points is not None:
             return self.centre_points
         return DEFAULT_CENTRE_POINTS.get(self.kind, 0)
+
+    @property
+    def ccd_shape(self) -> str:
+        """The central composite type asked for, circumscribed when the request leaves it open."""
+        return self.ccd_type or "circumscribed"
 
     @property
     def model_order(self) -> str:

@@ -8,6 +8,9 @@ import itertools
 
 import pytest
 
+from app.target_specs import TargetSpec
+from experiments.errors import DomainError
+
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9, "hard_to_change": True},
     {"name": "clients", "kind": "integer", "low": 1, "high": 8},
@@ -185,3 +188,68 @@ async def test_on_the_lab_nodes_is_hard_to_change(api):
     nodes = [p["config"]["nodes"] for p in design["points"]]
     assert sum(a != b for a, b in itertools.pairwise(nodes)) == 2
     assert any("hard to change on the lab" in note for note in design["notes"])
+
+
+# --- hard ranges (issue 54, item 5) -----------------------------------------------------------
+
+
+async def test_a_ccd_over_integer_factors_is_face_centred_and_the_notes_say_why(api):
+    # The circumscribed design planned nodes = -1 and 11: trials that failed at run time.
+    response = await api.post(
+        "/designs/preview", json={"factors": TWO_NUMERIC, "design": {"kind": "ccd"}}
+    )
+    assert response.status_code == 200, response.text
+    design = response.json()
+    assert {p["config"]["nodes"] for p in design["points"]} == {1, 5, 9}
+    assert design["family"]["ccd_type"] == "face_centred"
+    assert design["notes"][0].startswith("face-centred central composite design (alpha = 1)")
+    assert "nodes = -1 and 11 (nodes is an integer factor bounded 1..9)" in design["notes"][0]
+
+
+async def test_an_explicit_circumscribed_ccd_beyond_an_integer_range_is_422(api):
+    response = await api.post(
+        "/designs/preview",
+        json={"factors": TWO_NUMERIC, "design": {"kind": "ccd", "ccd_type": "circumscribed"}},
+    )
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"][0]
+    assert detail["loc"][1:] == ["design", "ccd_type"]
+    assert "nodes = -1 and 11" in detail["msg"] and "no planned run may leave" in detail["msg"]
+
+
+async def test_the_targets_range_bounds_a_continuous_factors_axial_points(api):
+    factors = [
+        {"name": "write_share", "low": 0, "high": 1},
+        {"name": "runtime_s", "low": 20, "high": 60},
+    ]
+    body = {"factors": factors, "design": {"kind": "ccd"}}
+    anywhere = (await api.post("/designs/preview", json=body)).json()
+    assert anywhere["family"]["ccd_type"] == "circumscribed"
+    on_target = (await api.post("/designs/preview", json=body | {"target": "simulated"})).json()
+    assert on_target["family"]["ccd_type"] == "face_centred"
+    assert "the target accepts write_share from 0 to 1" in on_target["notes"][0]
+    assert all(0 <= p["config"]["write_share"] <= 1 for p in on_target["points"])
+
+
+async def test_a_stored_ccd_plans_only_runs_the_target_can_run(api):
+    spec = {
+        "name": "ccd on the simulated cluster",
+        "target": "simulated",
+        "factors": TWO_NUMERIC,
+        "design": {"kind": "ccd", "seed": 2},
+        "objective": {"response": "tps"},
+    }
+    created = await api.post("/experiments", json=spec)
+    assert created.status_code == 201, created.text
+    experiment = created.json()
+    assert {t["config"]["nodes"] for t in experiment["trials"]} == {1, 5, 9}
+    assert experiment["design_notes"][0].startswith("face-centred central composite design")
+
+
+def test_storing_a_plan_checks_every_run_against_the_targets_ranges():
+    simulated = TargetSpec(name="simulated", kind="simulated")
+    simulated.check_plan([{"nodes": 16, "write_share": 0.0}])
+    with pytest.raises(DomainError) as error:
+        simulated.check_plan([{"nodes": 3, "write_share": 1.2}, {"nodes": 17, "write_share": 0.5}])
+    assert error.value.field == "design"
+    assert error.value.rule == "planned runs set nodes to 17: target 'simulated' accepts 1 to 16"

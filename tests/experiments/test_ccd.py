@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from experiments.designs import _pydoe, ccd
+from experiments.designs import _pydoe, ccd, plan
 from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
@@ -277,3 +277,96 @@ def test_ten_factor_design_is_fast():
     runs = FAMILY.build(space, request, ())
     assert time.perf_counter() - start < 0.1
     assert len(runs.coded) == 128 + 20
+
+
+# --- hard ranges (issue 54, item 5) -----------------------------------------------------------
+
+NODES_AND_THREADS = FactorSpace.from_dicts(
+    [
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+    ]
+)
+
+
+def test_a_ccd_left_open_over_integer_factors_is_face_centred_and_says_why():
+    # The circumscribed design planned nodes = -1 and 11, which no cluster can run.
+    design = plan(NODES_AND_THREADS, DesignRequest(kind="ccd", randomize=False))
+    assert sorted({p.config["nodes"] for p in design.points}) == [1, 5, 9]
+    assert sorted({p.config["threads_per_client"] for p in design.points}) == [4, 16, 64]
+    assert design.family["ccd_type"] == "face_centred" and design.family["alpha"] == 1.0
+    assert design.notes[0].startswith(
+        "face-centred central composite design (alpha = 1), chosen because the circumscribed"
+        " design's axial points, at the rotatable alpha 1.41, would plan nodes = -1 and 11"
+        " (nodes is an integer factor bounded 1..9); threads_per_client = 2 and 114"
+        " (threads_per_client is an integer factor bounded 4..64)."
+    )
+    assert "rather than inscribed" in design.notes[0]
+    assert not any("outside the low..high range" in note for note in design.notes)
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "words"),
+    [
+        ({"ccd_type": "circumscribed"}, "design.ccd_type", "the rotatable alpha 1.41, which plans"
+         " nodes = -1 and 11"),
+        ({"ccd_type": "circumscribed", "alpha": "orthogonal"}, "design.ccd_type",
+         "the orthogonal alpha 1.21, which plans nodes = 0 and 10"),
+        ({"alpha": 1.5}, "design.alpha", "alpha 1.5, which plans nodes = -1 and 11"),
+    ],
+)  # fmt: skip
+def test_asking_for_axial_points_beyond_an_integer_range_is_refused(options, field, words):
+    with pytest.raises(DomainError) as error:
+        plan(NODES_AND_THREADS, DesignRequest(kind="ccd", **options))
+    assert error.value.field == field
+    assert words + " (nodes is an integer factor bounded 1..9)" in error.value.rule
+    assert "no planned run may leave a hard range" in error.value.rule
+
+
+def test_a_numeric_alpha_whose_rounded_axial_points_stay_inside_is_kept():
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+            {"name": "x", "low": 0, "high": 1},
+        ]
+    )
+    design = plan(space, DesignRequest(kind="ccd", alpha=1.1, randomize=False))
+    # 5 -+ 4.4 nodes round to 1 and 9: inside, flagged as rounded; x runs beyond its range.
+    assert sorted({p.config["nodes"] for p in design.points}) == [1, 5, 9]
+    assert design.family["ccd_type"] == "circumscribed" and design.family["alpha"] == 1.1
+    assert any("x at -0.05, 1.05 (range 0..1)" in note for note in design.notes)
+
+
+@pytest.mark.parametrize("ccd_type", ["inscribed", "face_centred"])
+def test_inscribed_and_face_centred_designs_over_integer_factors_are_planned(ccd_type):
+    design = plan(NODES_AND_THREADS, DesignRequest(kind="ccd", ccd_type=ccd_type))
+    assert design.family["ccd_type"] == ccd_type
+    assert {p.config["nodes"] for p in design.points} <= set(range(1, 10))
+    assert not any("chosen because" in note for note in design.notes)
+
+
+def test_continuous_factors_without_a_limit_keep_the_circumscribed_rotatable_design():
+    design = plan(numeric(2), DesignRequest(kind="ccd"))
+    assert design.family["ccd_type"] == "circumscribed"
+    assert design.family["alpha"] == pytest.approx(2**0.5)
+    assert any("runs outside the low..high range" in note for note in design.notes)
+
+
+def test_the_targets_range_of_a_continuous_factor_is_a_hard_range():
+    space = FactorSpace.from_dicts(
+        [{"name": "write_share", "low": 0, "high": 1}, {"name": "x", "low": 0, "high": 10}]
+    )
+    limits = {"write_share": (0.0, 1.0)}
+    design = plan(space, DesignRequest(kind="ccd"), limits=limits)
+    assert design.family["ccd_type"] == "face_centred"
+    assert (
+        "write_share = -0.207107 and 1.20711 (the target accepts write_share from 0 to 1)"
+        in (design.notes[0])
+    )
+    # Inside the target's range, axial points beyond the factor's own low..high are runnable.
+    narrow = FactorSpace.from_dicts(
+        [{"name": "write_share", "low": 0.2, "high": 0.8}, {"name": "x", "low": 0, "high": 10}]
+    )
+    rotatable = plan(narrow, DesignRequest(kind="ccd"), limits=limits)
+    assert rotatable.family["ccd_type"] == "circumscribed"
+    assert all(0 <= p.config["write_share"] <= 1 for p in rotatable.points)

@@ -4,6 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from experiments.designs import (
     KINDS,
@@ -235,3 +237,66 @@ def test_coded_values_are_numbers_between_minus_one_and_one():
     design = plan(MIXED, DesignRequest(levels=5, centre_points=1))
     coded = np.array([[p.coded[n] for n in MIXED.names] for p in design.points])
     assert coded.min() >= -1.0 and coded.max() <= 1.0
+
+
+# --- hard ranges (issue 54, item 5) -----------------------------------------------------------
+
+
+@st.composite
+def bounded_spaces(draw: st.DrawFn) -> tuple[FactorSpace, dict[str, tuple[float, float]]]:
+    """Three or four numeric factors: integer ones (linear or log2) and continuous ones, each
+    continuous factor bounded by the target (its limits) or not."""
+    factors, limits = [], {}
+    for i in range(draw(st.integers(3, 4))):
+        log2 = draw(st.booleans())
+        low = draw(st.integers(1 if log2 else -20, 20))
+        high = low + draw(st.integers(1, 200))
+        kind = draw(st.sampled_from(["integer", "continuous"]))
+        factors.append(
+            {"name": f"f{i}", "kind": kind, "low": low, "high": high,
+             "scale": "log2" if log2 else "linear"}
+        )  # fmt: skip
+        if kind == "continuous" and draw(st.booleans()):
+            limits[f"f{i}"] = (float(low), float(high))
+    return FactorSpace.from_dicts(factors), limits
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    bounded_spaces(),
+    st.sampled_from(KINDS),
+    st.sampled_from([None, "circumscribed", "inscribed", "face_centred"]),
+    st.sampled_from(["rotatable", "orthogonal", 1.2, 2.0]),
+    st.integers(1, 3),
+)
+def test_no_planned_run_leaves_a_hard_range(bounded, kind, ccd_type, alpha, blocks):
+    space, limits = bounded
+    request = DesignRequest(
+        kind=kind, ccd_type=ccd_type, alpha=alpha, blocks=blocks if kind == "ccd" else 1
+    )
+    try:
+        design = plan(space, request, limits=limits)
+    except DomainError as error:
+        # Only an explicit circumscribed type or a numeric alpha may be refused for the ranges.
+        if "hard range" in error.rule:
+            assert kind == "ccd" and (ccd_type == "circumscribed" or alpha in (1.2, 2.0))
+            assert error.field in ("design.ccd_type", "design.alpha")
+        return
+    hard = {f.name for f in space.factors if f.kind == "integer"} | set(limits)
+    for point in design.points:
+        for name in hard:
+            low, high = space[name].bounds
+            assert low <= point.config[name] <= high, (point, design.notes)
+
+
+def test_the_planner_refuses_runs_beyond_the_targets_range_whatever_the_family():
+    space = FactorSpace.from_dicts(
+        [{"name": "write_share", "low": 0, "high": 2}, {"name": "x", "low": 0, "high": 1}]
+    )
+    with pytest.raises(DomainError) as error:
+        plan(space, DesignRequest(levels=3), limits={"write_share": (0.0, 1.0)})
+    assert error.value.field == "design"
+    assert error.value.rule == (
+        "the full_factorial design plans write_share = 2 (the target accepts write_share from 0"
+        " to 1): no planned run may leave a hard range"
+    )
