@@ -135,7 +135,12 @@ class DesignIn(Strict):
     runs: int | None = Field(
         default=None, description="run count (fractional, Plackett-Burman, LHS, D-optimal)"
     )
-    ccd_type: str = Field(default="circumscribed", max_length=20)
+    ccd_type: str | None = Field(
+        default=None,
+        max_length=20,
+        description="circumscribed, inscribed or face_centred; unset: circumscribed, or"
+        " face-centred when its axial points would leave a hard range (design notes say which)",
+    )
     alpha: Annotated[str, Field(max_length=20)] | Number = Field(
         default="rotatable", description="rotatable, orthogonal or a number"
     )
