@@ -39,6 +39,7 @@ from experiments.analysis.statistics import (
     fit_statistics,
     lack_of_fit,
 )
+from experiments.analysis.steepest import steepest_path
 from experiments.analysis.surface import (
     canonical,
     natural_coefficients,
@@ -130,6 +131,7 @@ def fit(
             diagnostics=diagnostics(results, labels),
             box_cox=box_cox(y, x),
             canonical=canonical(results.params[factor_terms], factor_names, space),
+            steepest=steepest_path(fitted, goal, best.config),
             natural_terms=[
                 *_natural_terms(results, factor_terms, factor_names, space),
                 *(term_list[j] for j in range(len(terms.names)) if j not in factor_terms),

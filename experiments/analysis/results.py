@@ -12,6 +12,7 @@ from experiments.analysis.screening import Curvature, Lenth
 from experiments.analysis.selection import Selection
 from experiments.analysis.split_plot import SplitPlotFit
 from experiments.analysis.statistics import AnovaRow, FitStatistics, LackOfFit
+from experiments.analysis.steepest import SteepestPath
 from experiments.analysis.surface import Canonical
 from experiments.factors import Config, Value
 from experiments.numbers import format_optional
@@ -155,6 +156,7 @@ class Analysis:
     diagnostics: Diagnostics
     box_cox: BoxCox | None
     canonical: Canonical | None
+    steepest: SteepestPath | None
     natural_terms: list[Term]
     split_plot: SplitPlotFit | None
     method: str

@@ -1,9 +1,8 @@
 """Climb the path of steepest ascent (descent to minimize) of the first-order model of the runs
 (Box & Wilson 1951; Montgomery, DAE, section 11.2) from the centre of the runs.
 
-The path is steepest in coded units of the ranges (-1..+1 after the factor's scale); a textbook
-codes by the design region instead, which gives the same direction whenever the runs span the
-same fraction of every factor's range. Categorical factors are held at the level of the best
+The path is the analysis's (`experiments.analysis.steepest.Line`): steepest in coded units of
+the ranges, from the centre of the runs. Categorical factors are held at the level of the best
 observed run.
 """
 
@@ -17,6 +16,7 @@ import numpy as np
 import statsmodels.api as sm
 from statsmodels.regression.linear_model import RegressionResults
 
+from experiments.analysis.steepest import Line
 from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
@@ -51,7 +51,7 @@ def steepest_ascent(
     runs, y = checked_data(space, configs, values)
     model = _FirstOrder.fit(space, runs, y)
     sign = 1.0 if goal == "maximize" else -1.0
-    path = _Path.of(space, runs, model, sign * model.gradient / model.norm, step)
+    path = _Path.of(space, runs, model, sign * model.gradient, step)
     best = runs[_best_index(y, goal)]
     for f in space.factors:
         if not f.is_numeric or f.name not in path.moving_names:
@@ -91,7 +91,6 @@ class _FirstOrder:
     dummies: list[tuple[str, str]]
     fitted: RegressionResults
     gradient: np.ndarray
-    norm: float
 
     @classmethod
     def fit(cls, space: FactorSpace, runs: list[Config], y: np.ndarray) -> _FirstOrder:
@@ -127,7 +126,7 @@ class _FirstOrder:
             raise DomainError(
                 "strategy", "the first-order model is flat: there is no path to climb"
             )
-        return cls(space, moving, dummies, fitted, gradient, norm)
+        return cls(space, moving, dummies, fitted, gradient)
 
     def rows(self, points: Sequence[Config]) -> np.ndarray:
         """Model matrix rows of `points`."""
@@ -147,13 +146,11 @@ def _model_rows(
 
 @dataclass
 class _Path:
-    """The path from the middle of the runs along `direction`, in coded steps of `step`."""
+    """The path along `line` in coded steps of `step`, other factors at `start`."""
 
     space: FactorSpace
     runs: list[Config]
-    moving: list[int]
-    middle: np.ndarray
-    direction: np.ndarray
+    line: Line
     step: float
     start: Config
 
@@ -163,18 +160,16 @@ class _Path:
         space: FactorSpace,
         runs: list[Config],
         model: _FirstOrder,
-        direction: np.ndarray,
+        gradient: np.ndarray,
         step: float,
     ) -> _Path:
-        coded = np.array([space.encode(c) for c in runs])
-        middle = (coded.min(axis=0) + coded.max(axis=0)) / 2.0
-        start = natural(space, middle)
-        return cls(space, runs, model.moving, middle, direction, step, start)
+        line = Line.of(space, runs, model.moving, gradient)
+        return cls(space, runs, line, step, natural(space, line.origin))
 
     @property
     def moving_names(self) -> set[str]:
         """The factors the path moves."""
-        return {self.space.factors[j].name for j in self.moving}
+        return {self.space.factors[j].name for j in self.line.moving}
 
     def walk(
         self, count: int, constraints: Sequence[Constraint]
@@ -183,11 +178,8 @@ class _Path:
         ("" when it did not)."""
         found: list[tuple[int, Config]] = []
         for k in range(1, 10 * count + 1):
-            point = self.middle.copy()
-            point[self.moving] = self.middle[self.moving] + k * self.step * self.direction
-            outside = [
-                self.space.factors[j].name for j in self.moving if abs(point[j]) > 1.0 + TOLERANCE
-            ]
+            point = self.line.at(k * self.step)
+            outside = self.line.outside(self.space, point)
             if outside:
                 return found, f"the next step would leave the range of {', '.join(outside)}"
             config = dict(self.start)

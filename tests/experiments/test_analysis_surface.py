@@ -20,6 +20,7 @@ from experiments.analysis.selection import select_terms
 from experiments.analysis.surface import RIDGE_RATIO, canonical, natural_coefficients
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.terms import ModelTerms, main_columns
 from tests.experiments.test_analysis import CCD_YIELD, YIELD, YIELD_CONFIGS, YIELD_SPACE
 
@@ -376,3 +377,99 @@ def test_selection_criterion_must_be_known():
     with pytest.raises(DomainError) as error:
         select_terms(x, y, terms.names, terms.factors, criterion="bic")
     assert error.value.field == "criterion"
+
+
+# --- path of steepest ascent ---------------------------------------------------------------
+
+# Montgomery, Design and Analysis of Experiments (8th ed.), Example 11.1 (Table 11.1; Myers,
+# Montgomery & Anderson-Cook, RSM, section 5.2): time 35 +- 5 min, temperature 155 +- 5 F, a
+# 2^2 with five centre points; yhat = 40.44 + 0.775 x1 + 0.325 x2. The published path moves
+# x2 0.42 per unit of x1, about 2 F per 5 min: 40 min / 157 F, 45 / 159, 50 / 161, ...
+STEEPEST_RUNS = [(30, 150, 39.3), (30, 160, 40.0), (40, 150, 40.9), (40, 160, 41.5)] + [
+    (35, 155, y) for y in (40.3, 40.5, 40.7, 40.2, 40.6)
+]
+# R 4.2.2, rsm 2.10.6: steepest(rsm(y ~ FO(x1, x2), data = coded.data(runs, x1 ~ (time - 35)/5,
+# x2 ~ (temp - 155)/5))), printed to 3 decimals: dist, x1, x2, time, temp, yhat.
+RSM_STEEPEST = [
+    (0.0, 0.000, 0.000, 35.000, 155.000, 40.444),
+    (0.5, 0.461, 0.193, 37.305, 155.965, 40.864),
+    (1.0, 0.922, 0.387, 39.610, 156.935, 41.285),
+]
+# The same with x1 ~ (time - 35)/60, x2 ~ (temp - 155)/60: coded units of ranges 12 design
+# half-ranges wide, the coding of WIDE_SPACE below.
+RSM_STEEPEST_WIDE = [
+    (0.0, 0.000, 0.000, 35.00, 155.00, 40.444),
+    (0.5, 0.461, 0.193, 62.66, 166.58, 45.484),
+    (1.0, 0.922, 0.387, 90.32, 178.22, 50.528),
+    (1.5, 1.383, 0.580, 117.98, 189.80, 55.568),
+]
+WIDE_SPACE = space(
+    {"name": "time", "low": 5, "high": 125, "unit": "min"},
+    {"name": "temp", "low": 95, "high": 215, "unit": "F"},
+)
+
+
+def steepest_of(factors: FactorSpace, goal: str = "maximize"):
+    configs = [{"time": t, "temp": T} for t, T, _ in STEEPEST_RUNS]
+    return fit(factors, configs, [y for *_, y in STEEPEST_RUNS], model="linear", goal=goal)
+
+
+def test_the_path_of_steepest_ascent_of_montgomery_example_11_1_as_rsm_gives_it():
+    book = space({"name": "time", "low": 30, "high": 40}, {"name": "temp", "low": 150, "high": 160})
+    path = steepest_of(book).steepest
+    assert path is not None and path.goal == "ascent"
+    # The published direction: x2 moves 0.42 per unit of x1; 5 min of time per about 2 F.
+    assert path.direction["temp"] / path.direction["time"] == pytest.approx(0.42, abs=0.005)
+    assert path.direction == pytest.approx({"time": 0.9221, "temp": 0.3867}, abs=1e-4)
+    assert path.natural_direction == pytest.approx({"time": 4.611, "temp": 1.934}, abs=1e-3)
+    assert 5 * path.natural_direction["temp"] / path.natural_direction["time"] == pytest.approx(
+        2.0, abs=0.1
+    )
+    assert len(path.steps) == len(RSM_STEEPEST)
+    for step, (distance, x1, x2, time, temp, predicted) in zip(
+        path.steps, RSM_STEEPEST, strict=True
+    ):
+        assert step.distance == distance
+        # rsm rounds the coded point to 3 decimals before decoding and predicting.
+        assert step.coded == pytest.approx({"time": x1, "temp": x2}, abs=1e-3)
+        assert step.natural == pytest.approx({"time": time, "temp": temp}, abs=3e-3)
+        assert step.predicted == pytest.approx(predicted, abs=1e-3)
+    # The ranges are the design region: the next step (x1 = 1.383) leaves them.
+    assert path.stop == "the next step would leave the range of time"
+    assert json.dumps(path.as_dict(), allow_nan=False)
+
+
+def test_the_path_runs_to_the_edge_of_wide_ranges_through_the_published_points():
+    path = steepest_of(WIDE_SPACE).steepest
+    assert path is not None
+    assert [s.distance for s in path.steps] == [0.0, 0.5, 1.0, 1.5]
+    for step, (_, x1, x2, time, temp, predicted) in zip(path.steps, RSM_STEEPEST_WIDE, strict=True):
+        assert step.coded == pytest.approx({"time": x1 - 0.5, "temp": x2}, abs=1e-3)
+        # rsm's coded point rounded to 3 decimals moves time by up to 0.03 min here, and the
+        # prediction (slope 9.3 per coded unit) by up to 0.01.
+        assert step.natural == pytest.approx({"time": time, "temp": temp}, abs=0.03)
+        assert step.predicted == pytest.approx(predicted, abs=0.01)
+    assert path.stop == "the next step would leave the range of time"
+    # The published points lie on the path: 2.1 F more per 5 min more.
+    per_minute = path.natural_direction["temp"] / path.natural_direction["time"]
+    for k, published in enumerate([157, 159, 161, 163, 165, 167], start=1):
+        assert 155 + per_minute * 5 * k == pytest.approx(published, abs=0.6)
+    # The suggestion walks the same line.
+    configs = [{"time": t, "temp": T} for t, T, _ in STEEPEST_RUNS]
+    suggested = steepest_ascent(WIDE_SPACE, configs, [y for *_, y in STEEPEST_RUNS], count=2)
+    for s in suggested:
+        assert (s.config["temp"] - 155) / (s.config["time"] - 35) == pytest.approx(per_minute)
+
+
+def test_descent_reverses_the_path_and_curved_models_have_none():
+    ascent, descent = steepest_of(WIDE_SPACE).steepest, steepest_of(WIDE_SPACE, "minimize").steepest
+    assert ascent is not None and descent is not None and descent.goal == "descent"
+    assert descent.direction == pytest.approx({k: -v for k, v in ascent.direction.items()})
+    assert descent.steps[1].predicted == pytest.approx(2 * 40.444 - 45.484, abs=0.01)
+    # Descent from time 35 (coded -0.5) reaches the low end (5 min) after 0.5 / 0.922 = 0.54
+    # coded units.
+    assert [s.distance for s in descent.steps] == [0.0, 0.5]
+    configs = [{"time": t, "temp": T} for t, T, _ in STEEPEST_RUNS]
+    values = [y for *_, y in STEEPEST_RUNS]
+    assert fit(WIDE_SPACE, configs, values, model="interaction").steepest is None
+    assert chemical_fit().steepest is None
