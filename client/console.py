@@ -193,10 +193,15 @@ def print_experiment(console: Console, experiment: Mapping[str, Any]) -> None:
             f"best so far: trial {best['trial_id']}, {escape(objective['response'])} "
             f"{best['value']:.1f} at {escape(_settings(best['config']))}"
         )
-    for note in experiment.get("design_notes") or []:
-        console.print(f"design: {escape(note)}")
+    print_design_notes(console, experiment)
     if experiment.get("optimization") is not None:
         print_optimization(console, experiment["optimization"])
+
+
+def print_design_notes(console: Console, experiment: Mapping[str, Any]) -> None:
+    """What the planner chose and noticed (e.g. a face-centred design, runs rounded)."""
+    for note in experiment.get("design_notes") or []:
+        console.print(f"design: {escape(note)}")
 
 
 def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:

@@ -65,6 +65,7 @@ def submit(
             f"{len(created['trials'])} planned trials",
             markup=False,
         )
+        show.print_design_notes(console, created)
         kind = targets.get(created["target"], {})
         if kind.get("kind") == "manual" or kind.get("runnable") is False:
             console.print(
