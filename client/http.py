@@ -14,11 +14,15 @@ RETRY_PAUSE_S = 0.5
 
 
 class ApiError(RuntimeError):
-    """The API answered with an error; the message is one readable line."""
+    """The API answered with an error; the message is one readable line. `fields` holds each
+    field error as (where, rule), where dotted as the request names it ("observations.3.config")."""
 
-    def __init__(self, status_code: int, message: str) -> None:
+    def __init__(
+        self, status_code: int, message: str, fields: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         super().__init__(f"HTTP {status_code}: {message}")
         self.status_code = status_code
+        self.fields = fields
 
 
 class Client:
@@ -55,7 +59,7 @@ class Client:
         else:
             response = self._retried(method, path, idempotency_key, **kwargs)
         if response.is_error:
-            raise ApiError(response.status_code, _message(response))
+            raise ApiError(response.status_code, _message(response), _fields(response))
         return response
 
     def _retried(self, method: str, path: str, key: str, **kwargs: Any) -> httpx.Response:
@@ -264,5 +268,21 @@ def _message(response: httpx.Response) -> str:
 def _located(item: object) -> str:
     if not isinstance(item, dict):
         return str(item)
-    where = ".".join(str(part) for part in item.get("loc", [])[1:])
+    where = _where(item)
     return f"{where}: {item.get('msg')}" if where else str(item.get("msg"))
+
+
+def _where(item: dict[str, Any]) -> str:
+    """A field error's location without its part of the request ("body", "query"), dotted."""
+    return ".".join(str(part) for part in item.get("loc", [])[1:])
+
+
+def _fields(response: httpx.Response) -> tuple[tuple[str, str], ...]:
+    try:
+        body = response.json()
+    except ValueError:
+        return ()
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if not isinstance(detail, list):
+        return ()
+    return tuple((_where(item), str(item.get("msg"))) for item in detail if isinstance(item, dict))

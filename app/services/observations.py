@@ -3,6 +3,11 @@
 On a manual target they are how trials get results at all; on a runnable target (simulated,
 lab, external) they are imported runs that seed the experiment (a warm start): stored as
 succeeded trials from source "observation", never queued, never run again.
+
+An observation reports only responses the experiment can use (`accepted_responses`): on a
+runnable target those it reports; on a manual target, which takes any name, the objective's
+responses and the names a cluster reports (KNOWN_RESPONSES), so a typo (tpz for tps) is
+refused instead of stored as a run without its result.
 """
 
 from __future__ import annotations
@@ -19,12 +24,17 @@ from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError
 from app.services.trial_runs import new_trial
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
-from app.target_specs import TargetSpec
+from app.target_specs import KIND_RESPONSES, TargetSpec
 from experiments.analysis.split_plot import varying_hard_to_change
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, Config, FactorSpace
+from experiments.objective import Objective
 
 MAX_OBSERVATIONS = 1000
+# Every response a simulated or real cluster reports, in the targets' order.
+KNOWN_RESPONSES: tuple[str, ...] = tuple(
+    dict.fromkeys(name for names in KIND_RESPONSES.values() if names for name in names)
+)
 
 
 async def record_observations(
@@ -53,8 +63,13 @@ async def record_observations(
     if len(observations) > MAX_OBSERVATIONS:
         raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
     space = experiment.factor_space
+    accepted = accepted_responses(target, experiment.parsed_objective)
     checked = [
-        (_observed_config(space, item, i), _observed_responses(item, i), _layout(item, i))
+        (
+            _observed_config(space, item, i),
+            _observed_responses(item, i, target, accepted),
+            _layout(item, i),
+        )
         for i, item in enumerate(observations)
     ]
     _check_whole_plots(space, checked, await rows.list_trials(session, experiment_id))
@@ -145,7 +160,16 @@ def _layout(item: Mapping[str, Any], i: int) -> dict[str, int]:
     return layout
 
 
-def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
+def accepted_responses(target: TargetSpec, objective: Objective) -> tuple[str, ...]:
+    """The response names an observation may report (module doc)."""
+    if target.responses is not None:
+        return target.responses
+    return tuple(dict.fromkeys((*objective.responses, *KNOWN_RESPONSES)))
+
+
+def _observed_responses(
+    item: Mapping[str, Any], i: int, target: TargetSpec, accepted: tuple[str, ...]
+) -> dict[str, float]:
     responses = item.get("responses")
     if not isinstance(responses, Mapping) or not responses:
         raise DomainError(f"observations.{i}.responses", "must be a non-empty object")
@@ -154,6 +178,17 @@ def _observed_responses(item: Mapping[str, Any], i: int) -> dict[str, float]:
         field_name = f"observations.{i}.responses.{name}"
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise DomainError(field_name, "a response name must match [A-Za-z_][A-Za-z0-9_]*")
+        if name not in accepted:
+            where = (
+                f"target '{target.name}' ({target.kind}) reports"
+                if target.responses is not None
+                else f"on manual target '{target.name}' an observation reports the objective's"
+                " responses or one a cluster reports:"
+            )
+            raise DomainError(
+                field_name,
+                f"'{name}' is not a response of this experiment; {where} " + ", ".join(accepted),
+            )
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise DomainError(field_name, "must be a number")
         if not math.isfinite(value):

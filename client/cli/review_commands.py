@@ -14,6 +14,7 @@ from client import console as show
 from client import listings
 from client.cli.base import CommandError, ExperimentId, api_client, cli, stdout
 from client.files import ObservationFileError, read_observations, results_csv
+from client.http import ApiError
 from client.report import build_report
 
 
@@ -78,20 +79,37 @@ def observe(
         typer.Option(
             "--response",
             help="a CSV column to import as a response (repeat it; default: every column that"
-            " is not a factor, block, whole_plot or label)",
+            " is not a factor, block, whole_plot, label or ignored); any other column is an"
+            " error unless ignored",
+            show_default=False,
+        ),
+    ] = None,
+    ignore_columns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-columns",
+            help="CSV columns to leave out (repeat it, or separate them with commas)",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """Import measurements: on a manual target they are its results, on any other target
-    imported runs that seed the experiment (never run again). All rows or none are stored."""
+    imported runs that seed the experiment (never run again). All rows or none are stored;
+    errors name the file's line (the header is line 1) and column."""
+    ignored = [name for names in ignore_columns or () for name in names.split(",") if name]
     with api_client(ctx) as client:
         factors = [f["name"] for f in client.experiment(experiment_id)["factors"]]
         try:
-            observations = read_observations(file, factors, response or ())
+            read = read_observations(file, factors, response or (), ignored)
         except ObservationFileError as error:
             raise CommandError(str(error)) from None
-        recorded = client.record_observations(experiment_id, observations)
+        try:
+            recorded = client.record_observations(experiment_id, read.observations)
+        except ApiError as error:
+            placed = read.explain(error.fields)
+            if placed is None:
+                raise
+            raise CommandError(f"nothing recorded: {placed}") from None
         experiment = client.experiment(experiment_id)
     console = stdout()
     console.print(f"recorded {len(recorded)} observations in experiment {experiment_id}")

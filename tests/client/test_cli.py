@@ -522,7 +522,11 @@ def test_observe_list_show_trial_accept_export_and_report(api: Api, tmp_path: Pa
     spec = write_yaml(tmp_path / "study.yaml", {**MANUAL, "name": "imported study"})
     experiment_id = submitted_id(ok(run("submit", str(spec), api=api)))
 
-    observed = ok(run("observe", str(experiment_id), str(STUDY_FILE), "--response", "tps", api=api))
+    observed = ok(
+        run("observe", str(experiment_id), str(STUDY_FILE), "--response", "tps",
+            "--ignore-columns", "client_nodes,threads_per_client", "--ignore-columns",
+            "wsrep_slave_threads,runtime_s", api=api)
+    )  # fmt: skip
     rows = list(csv.DictReader(STUDY_FILE.open()))
     assert f"recorded {len(rows)} observations in experiment {experiment_id}" in observed
     bad = tmp_path / "bad.csv"
@@ -583,3 +587,68 @@ def test_observe_list_show_trial_accept_export_and_report(api: Api, tmp_path: Pa
     html_text = page.read_text()
     assert html_text.count('src="data:image/png;base64,') >= 3
     assert re.search(r'(src|href)="(https?:)?//', html_text) is None
+
+
+# --- observations files and design notes (issue 54, items 5 and 6) ---------------------------
+
+
+def test_observe_accounts_for_every_column_and_names_the_line_of_a_refused_row(
+    api: Api, tmp_path: Path
+):
+    spec = write_yaml(tmp_path / "lines.yaml", {**MANUAL, "name": "line numbers"})
+    experiment_id = submitted_id(ok(run("submit", str(spec), api=api)))
+    observe = ("observe", str(experiment_id))
+    # Columns of the published file that are neither factors nor tps were dropped silently.
+    assert one_error_line(run(*observe, str(STUDY_FILE), "--response", "tps", api=api), 1) == (
+        f"error: {STUDY_FILE}, line 1: column 'client_nodes' is neither a factor, a response"
+        " (--response), block nor whole_plot nor a label (test, trial, id, run, note, notes):"
+        " import it with --response client_nodes or leave it out with --ignore-columns"
+        " client_nodes"
+    )
+    # A typo of a response reached the API as a response of its own and was stored.
+    typo = tmp_path / "typo.csv"
+    typo.write_text("galera_nodes,total_connections,tps,tpz\n3,40,1300,\n\n5,80,1240,1250\n")
+    line = one_error_line(run(*observe, str(typo), api=api), 1)
+    assert line.startswith(
+        f"error: nothing recorded: {typo}, line 4, column tpz: 'tpz' is not a response of this"
+        " experiment; on manual target 'manual' an observation reports the objective's responses"
+    ), line
+    assert line.endswith("(leave the column out with --ignore-columns tpz)"), line
+    # The API's errors name the row by its line (1-based, the header is line 1), not its index.
+    outside = tmp_path / "outside.csv"
+    outside.write_text("galera_nodes,total_connections,tps\n3,40,1300\n30,40,1250\n")
+    assert one_error_line(run(*observe, str(outside), api=api), 1) == (
+        f"error: nothing recorded: {outside}, line 3, column galera_nodes: must lie between 1 and 9"
+    )
+    for text, error in [
+        ("galera_nodes,total_connections,tps,whole_plot\n3,40,1300,2.5\n",
+         "line 2: whole_plot '2.5' is not a whole number"),
+        ("galera_nodes,total_connections,tps\n3,40,1300\n5,80\n", "line 3: 2 values for 3 columns"),
+        ("galera_nodes,total_connections,tps\n,40,1300\n",
+         "line 2, column galera_nodes: empty; every row needs each factor's value"),
+        ("galera_nodes,total_connections,tps\n3,40,\n",
+         "line 2: no response value (every cell of tps is empty)"),
+        ("galera_nodes,total_connections,tps,tps\n3,40,1,2\n", "line 1: column tps appears twice"),
+    ]:  # fmt: skip
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text)
+        assert one_error_line(run(*observe, str(bad), api=api), 1) == f"error: {bad}, {error}"
+    with Client(api.url, api_key=api.key) as client:
+        assert client.trials(experiment_id) == []
+    imported = ok(run(*observe, str(typo), "--ignore-columns", "tpz", api=api))
+    assert f"recorded 2 observations in experiment {experiment_id}" in imported
+
+
+def test_submit_prints_the_design_notes(api: Api, tmp_path: Path):
+    spec = {
+        **MANUAL,
+        "name": "ccd notes",
+        "design": {"kind": "ccd", "seed": 1},
+    }
+    out = ok(run("submit", str(write_yaml(tmp_path / "ccd.yaml", spec)), api=api))
+    said = " ".join(out.split())
+    assert (
+        "design: face-centred central composite design (alpha = 1), chosen because the"
+        " circumscribed design's axial points, at the rotatable alpha 1.41, would plan"
+        " galera_nodes = -1 and 11 (galera_nodes is an integer factor bounded 1..9)"
+    ) in said, out
