@@ -18,6 +18,13 @@ import yaml
 
 from app.provider_options import is_provider_option_name, provider_option, provider_value
 from app.restart_settings import config_value, is_restart_only
+from app.server_variables import (
+    SERVER_VARIABLES,
+    SETTINGS_KEY,
+    Policy,
+    ServerVariable,
+    policy_from_settings,
+)
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
 
@@ -134,7 +141,7 @@ SIMULATED_RANGES: dict[str, FactorRange] = {
 }
 # A real cluster's built-in numeric factors: as many client machines and threads as the
 # simulated one (16 x 256 connections, what deploy/galera/galera.cnf's max_connections is sized
-# for), whole seconds (sysbench's --time), the server's own range of applier threads, and the
+# for), whole seconds (sysbench's --time), the catalogue's range of applier threads, and the
 # workloads' options and the WAN's ranges above. `nodes` and `load_nodes` go up to the target's
 # node count (`TargetSpec.factor_range`).
 _WHOLE_OPTIONS = frozenset({"statements_per_trx", "hot_rows", "warehouses", "sites"})
@@ -142,7 +149,7 @@ CLUSTER_RANGES: dict[str, FactorRange] = {
     "clients": FactorRange(1, 16),
     "threads_per_client": FactorRange(1, 256),
     "runtime_s": FactorRange(MIN_RUNTIME_S, MAX_RUNTIME_S),
-    "wsrep_slave_threads": FactorRange(1, 512),
+    "wsrep_slave_threads": FactorRange(*SERVER_VARIABLES["wsrep_slave_threads"].bounds),
     **{
         name: FactorRange(low, high, whole=name in _WHOLE_OPTIONS)
         for options in (*WORKLOAD_OPTIONS.values(), WAN_FACTORS)
@@ -213,12 +220,24 @@ class TargetSpec:
         return self.kind in SERVER_VARIABLE_KINDS
 
     def factor_range(self, name: str) -> tuple[float, float] | None:
-        """The values a built-in numeric factor may take on this target, low to high (for
-        `nodes` and `load_nodes`: up to the target's node count); None for a name that is not
-        one of its built-in numeric factors (a categorical one, a server setting, any name on a
-        manual target)."""
+        """The values a numeric factor may take on this target, low to high: a built-in one's
+        (for `nodes` and `load_nodes`: up to the target's node count), or a catalogued numeric
+        server variable's; None for any other name (a categorical factor, an ON/OFF or enum
+        variable, a provider option, a name the operator allowed, any name on a manual
+        target)."""
         rule = self._builtin_range(name)
-        return None if rule is None else (rule.low, rule.high)
+        if rule is not None:
+            return rule.low, rule.high
+        variable = SERVER_VARIABLES.get(name) if self.accepts_server_variables else None
+        if variable is None or variable.kind not in ("integer", "number"):
+            return None
+        return variable.bounds
+
+    @property
+    def server_variables(self) -> Policy:
+        """The operator's changes to the catalogue of server variables on this target
+        (settings.server_variables; `app.server_variables`)."""
+        return policy_from_settings(self.settings)
 
     def _builtin_range(self, name: str) -> FactorRange | None:
         if self.kind == "simulated":
@@ -299,6 +318,7 @@ class TargetSpec:
             return
         for i, factor in enumerate(space.factors):
             if factor.name in accepted:
+                self._check_builtin(i, factor)
                 continue
             if factor.name in WAN_FACTORS:
                 raise DomainError(
@@ -332,11 +352,51 @@ class TargetSpec:
         if self.kind == "lab":
             self.check_wan(space)
 
+    def _check_builtin(self, i: int, factor: Factor) -> None:
+        """Raise unless a built-in factor is of a kind and inside the range this target takes
+        (`factor_range`); on a real cluster `wsrep_slave_threads` is a server variable too."""
+        rule = self._builtin_range(factor.name)
+        if rule is None:
+            return
+        if self.accepts_server_variables and factor.name in SERVER_VARIABLES:
+            self._policy_variable(i, factor.name)
+        where = f"target '{self.name}'"
+        whole = "an integer factor" if rule.whole else "a number"
+        if not factor.is_numeric:
+            raise DomainError(
+                f"factors.{i}.kind",
+                f"{factor.name} is {whole} from {_fmt(rule.low)} to {_fmt(rule.high)} on {where},"
+                " not categorical",
+            )
+        if rule.whole and factor.kind == "continuous" and factor.levels is None:
+            raise DomainError(
+                f"factors.{i}.kind",
+                f"{factor.name} takes whole numbers on {where}: make it an integer factor",
+            )
+        low, high = factor.bounds
+        values = [float(v) for v in factor.levels] if factor.levels is not None else [low, high]
+        if low < rule.low or high > rule.high or (rule.whole and not _whole(values)):
+            raise DomainError(
+                f"factors.{i}",
+                f"{factor.name} is {whole} from {_fmt(rule.low)} to {_fmt(rule.high)} on {where}",
+            )
+
+    def _policy_variable(self, i: int, name: str) -> ServerVariable | None:
+        """The catalogue's entry for server variable `name` on this target (None: one its
+        operator allowed); DomainError at the factor's name when it may not be set."""
+        try:
+            return self.server_variables.variable(name)
+        except ValueError as error:
+            raise DomainError(f"factors.{i}.name", str(error)) from None
+
     def _check_setting(self, i: int, factor: Factor) -> bool:
         """Whether `factor` names a server setting of a real cluster (a server variable or a
         provider option); raise when it is one this target cannot set to its values."""
-        if not (is_provider_option_name(factor.name) or SERVER_VARIABLE.match(factor.name)):
+        provider = is_provider_option_name(factor.name)
+        if not (provider or SERVER_VARIABLE.match(factor.name)):
             return False
+        if not provider and factor.name in self.server_variables.deny:
+            self._policy_variable(i, factor.name)
         restart = is_restart_only(factor.name)
         if restart and not self.restartable:
             raise DomainError(
@@ -344,21 +404,22 @@ class TargetSpec:
                 f"{factor.name} takes effect only when the nodes restart, and target"
                 f" '{self.name}' has no restart command for every node (settings.nodes[].restart)",
             )
-        if is_provider_option_name(factor.name):
+        if provider:
             check_provider_factor(i, factor)
         elif restart:
             check_config_values(i, factor)
+        else:
+            check_variable_factor(i, factor, self.server_variables)
         return True
 
     def check_load_nodes(self, space: FactorSpace) -> None:
-        """Raise unless `load_nodes` is a whole number from 1 that cannot exceed `nodes` (the
-        factor's high end, or the target's fixed node count)."""
+        """Raise unless `load_nodes` cannot exceed `nodes` (the factor's high end, or the
+        target's fixed node count); its kind and range were checked with the other built-in
+        factors (`_check_builtin`)."""
         if "load_nodes" not in space.names:
             return
         i = space.names.index("load_nodes")
         load = space["load_nodes"]
-        if load.kind != "integer" or load.bounds[0] < 1:
-            raise DomainError(f"factors.{i}", "load_nodes is an integer factor from 1")
         most = self._fixed_nodes() if "nodes" not in space.names else int(space["nodes"].bounds[1])
         if load.bounds[1] > most:
             raise DomainError(
@@ -367,14 +428,14 @@ class TargetSpec:
             )
 
     def check_workload_options(self, space: FactorSpace) -> None:
-        """Raise unless a workload's own options are numeric, inside their ranges, and asked
-        of an experiment whose only workload is that one."""
+        """Raise unless a workload's own options are asked of an experiment whose only workload
+        is that one (their kinds and ranges are checked with the other built-in factors)."""
         workloads = space["workload"].levels if "workload" in space.names else None
         for workload, options in WORKLOAD_OPTIONS.items():
-            for name, (low, high) in options.items():
+            for name in options:
                 if name not in space.names:
                     continue
-                i = _check_range(space, name, low, high)
+                i = space.names.index(name)
                 if workloads is None or list(workloads) != [workload]:
                     raise DomainError(
                         f"factors.{i}.name",
@@ -383,11 +444,8 @@ class TargetSpec:
                     )
 
     def check_wan(self, space: FactorSpace) -> None:
-        """Raise unless the topology factors are numbers inside their ranges (`sites` a whole
-        number of sites) and two sites can have a node each."""
-        for name, (low, high) in WAN_FACTORS.items():
-            if name in space.names:
-                _check_range(space, name, low, high, integer=name == "sites")
+        """Raise unless two sites can have a node each (the topology factors' kinds and ranges
+        are checked with the other built-in factors)."""
         if (
             "sites" in space.names
             and "nodes" not in space.names
@@ -442,22 +500,12 @@ class TargetSpec:
             )
 
 
-def _check_range(
-    space: FactorSpace, name: str, low: float, high: float, *, integer: bool = False
-) -> int:
-    """The index of factor `name`; DomainError unless it is numeric (an integer factor when
-    `integer`) and stays within low..high."""
-    i = space.names.index(name)
-    factor = space[name]
-    if (
-        not factor.is_numeric
-        or (integer and factor.kind != "integer")
-        or factor.bounds[0] < low
-        or factor.bounds[1] > high
-    ):
-        rule = "an integer factor" if integer else "a number"
-        raise DomainError(f"factors.{i}", f"{name} is {rule} from {low:g} to {high:g}")
-    return i
+def _whole(values: Iterable[float]) -> bool:
+    return all(float(v).is_integer() for v in values)
+
+
+def _fmt(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
 
 
 def check_provider_factor(i: int, factor: Factor) -> None:
@@ -477,6 +525,29 @@ def check_provider_factor(i: int, factor: Factor) -> None:
         except ValueError as error:
             field_name = f"factors.{i}" if option.tunable else f"factors.{i}.name"
             raise DomainError(field_name, str(error)) from None
+
+
+def check_variable_factor(i: int, factor: Factor, policy: Policy) -> None:
+    """Raise unless `factor` names a server variable a benchmark may set on a target of this
+    `policy` (`app.server_variables`), and every value it takes is one the variable accepts."""
+    try:
+        variable = policy.variable(factor.name)
+    except ValueError as error:
+        raise DomainError(f"factors.{i}.name", str(error)) from None
+    whole = variable is not None and variable.kind in ("integer", "boolean")
+    if whole and factor.kind == "continuous" and factor.levels is None:
+        raise DomainError(
+            f"factors.{i}.kind", f"{factor.name} takes whole numbers: make it an integer factor"
+        )
+    if factor.levels is not None:
+        ends: list[tuple[str, object]] = [("levels", level) for level in factor.levels]
+    else:
+        ends = [("low", factor.low), ("high", factor.high)]
+    for where, value in ends:
+        try:
+            policy.value(factor.name, value)
+        except ValueError as error:
+            raise DomainError(f"factors.{i}.{where}", str(error)) from None
 
 
 def check_config_values(i: int, factor: Factor) -> None:
@@ -518,5 +589,27 @@ def _parse(entries: Iterable[Any]) -> dict[str, TargetSpec]:
             raise TargetsFileError(f"targets[{i}].settings: expected a mapping")
         if name in targets:
             raise TargetsFileError(f"targets[{i}].name: duplicate target '{name}'")
+        _check_settings(f"targets[{i}].settings", kind, settings)
         targets[name] = TargetSpec(name=name, kind=kind, settings=dict(settings))
     return targets
+
+
+def _check_settings(where: str, kind: str, settings: Mapping[str, Any]) -> None:
+    """Raise naming the setting the checks at submission rely on that is malformed: the lab's
+    node count, the operator's changes to the catalogue of server variables."""
+    if kind == "lab" and "max_nodes" in settings:
+        most = settings["max_nodes"]
+        if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= LAB_NODES_LIMIT:
+            raise TargetsFileError(
+                f"{where}.max_nodes: a whole number from 1 to {LAB_NODES_LIMIT}, got {most!r}"
+            )
+    if SETTINGS_KEY not in settings:
+        return
+    if kind not in SERVER_VARIABLE_KINDS:
+        raise TargetsFileError(
+            f"{where}.{SETTINGS_KEY}: only a lab or an external target sets server variables"
+        )
+    try:
+        policy_from_settings(settings)
+    except ValueError as error:
+        raise TargetsFileError(f"{where}.{error}") from None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.target_specs import LAB_MAX_NODES, LAB_NODES_LIMIT
 from worker.galera_sql import IDENTIFIER, GaleraError, Node
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
@@ -39,7 +40,7 @@ class LabLayout:
     client_port_base: int = 3310
     galera_port_base: int = 4560
     buffer_pool: str = "64M"
-    max_nodes: int = 9
+    max_nodes: int = LAB_MAX_NODES
     cluster_name: str = "galera_doe_lab"
     gcache_size: str = "128M"
     redo_log_size: str = "32M"  # small: initialising a datadir and rsync SST copy it whole
@@ -60,8 +61,8 @@ class LabLayout:
             )
         if len(str(self.socket(self.max_nodes))) > _UNIX_SOCKET_MAX:
             raise ValueError(f"base_dir is too long for a unix socket path: {self.base_dir}")
-        if not 1 <= self.max_nodes <= 99:
-            raise ValueError(f"max_nodes must be from 1 to 99, got {self.max_nodes}")
+        if not 1 <= self.max_nodes <= LAB_NODES_LIMIT:
+            raise ValueError(f"max_nodes must be from 1 to {LAB_NODES_LIMIT}, got {self.max_nodes}")
         for name in ("buffer_pool", "gcache_size", "redo_log_size"):
             if not _SIZE.fullmatch(getattr(self, name)):
                 raise ValueError(f"{name} must be a size like 64M, got {getattr(self, name)!r}")

@@ -234,7 +234,7 @@ async def test_start_can_measure_every_replicate_in_a_fresh_cluster_state(api, r
     [{"name": "dc", "kind": "external", "settings": {"nodes": [{"host": "db1"}, {"host": "db2"}]}}]
 )
 async def test_a_start_with_restarts_is_refused_where_the_nodes_cannot_restart(api):
-    created = await create(api, SIMULATED | {"target": "dc"})
+    created = await create(api, factor_change(0, high=2) | {"target": "dc"})
     refused = await api.post(
         f"/experiments/{created['id']}/start", json={"restart_replicates": True}
     )
@@ -671,7 +671,7 @@ async def test_warehouses_need_the_tpcc_workload_and_at_least_one(api):
     created = await create(api, base | {"factors": [tpcc, warehouses]})
     assert {t["config"]["warehouses"] for t in created["trials"]} == {1, 4}
     cases = [
-        ([tpcc, {**warehouses, "low": 0}], "factors.1", "warehouses is a number from 1 to 1000"),
+        ([tpcc, {**warehouses, "low": 0}], "factors.1", "warehouses is an integer factor from 1"),
         ([warehouses], "factors.0.name", "warehouses is an option of the tpcc workload"),
     ]
     await assert_factors_refused(api, base, cases)
@@ -703,7 +703,7 @@ async def test_the_wan_factors_belong_to_the_lab_and_keep_to_their_ranges(api):
     # A real cluster's nodes stay where they are: only the lab moves them apart.
     external = TargetSpec("dc", "external", {"nodes": [{"host": "db1"}, {"host": "db2"}]})
     with pytest.raises(DomainError) as refused_name:
-        external.check_space(FactorSpace.from_dicts([nodes, sites]))
+        external.check_space(FactorSpace.from_dicts([{**nodes, "levels": [1, 2]}, sites]))
     assert refused_name.value.field == "factors.1.name"
     assert "target 'dc' (external) cannot set 'sites'" in refused_name.value.rule
 

@@ -62,7 +62,9 @@ def test_factor_and_response_checks_name_the_field():
 
 
 def space(*names: str) -> FactorSpace:
-    return FactorSpace.from_dicts([{"name": n, "low": 1, "high": 2} for n in names])
+    return FactorSpace.from_dicts(
+        [{"name": n, "kind": "integer", "low": 1, "high": 2} for n in names]
+    )
 
 
 def test_the_range_of_a_built_in_factor_is_the_targets_own():

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from app.config import Settings
+from app.server_variables import SETTINGS_KEY
 from app.target_specs import MEASURED_RESPONSES
 from client.http import Client
 from client.processes import running_service
@@ -42,6 +43,8 @@ TRIAL_SETTINGS = {
     "defaults": {"runtime_s": RUNTIME_S},
 }
 PASSWORD_ENV = "GALERA_DOE_IT_PASSWORD"
+# Not in the catalogue of server variables, and read-only on the server.
+READ_ONLY = "innodb_page_size"
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +91,8 @@ def service(
     """API and worker whose targets are the lab (adopting the running cluster) and the same
     nodes declared as an external cluster."""
     directory = service_dir
-    lab_settings = settings_of(layout) | TRIAL_SETTINGS
+    # The operator widens the catalogue by a read-only variable, which the server then refuses.
+    lab_settings = settings_of(layout) | TRIAL_SETTINGS | {SETTINGS_KEY: {"allow": [READ_ONLY]}}
     external_nodes = [{"host": n.host, "port": n.port} for n in cluster.nodes()]
     targets = {
         "targets": [
@@ -218,14 +222,14 @@ def test_a_server_variable_the_server_refuses_is_infeasible_and_not_retried(serv
     spec = {
         "name": "lab: a read-only variable",
         "target": "lab-it",
-        "factors": [{"name": "innodb_page_size", "kind": "integer", "levels": [16384]}],
+        "factors": [{"name": READ_ONLY, "kind": "integer", "levels": [16384]}],
         "design": {"kind": "full_factorial"},
         "objective": {"response": "tps"},
     }
     created, _ = run_to_completion(service, spec, timeout=300)
     (trial,) = service.trials(created["id"])
     assert trial["status"] == "failed" and trial["failure"] == "infeasible"
-    assert trial["attempts"] == 1 and "innodb_page_size" in trial["error"]
+    assert trial["attempts"] == 1 and READ_ONLY in trial["error"]
 
 
 def test_a_closed_loop_runs_on_a_real_cluster(service: Client):

@@ -25,7 +25,14 @@ from typing import Any
 
 from app.provider_options import is_provider_option_name, provider_option, provider_value
 from app.restart_settings import config_value, is_restart_only
-from app.target_specs import CLUSTER_FACTORS, WAN_FACTORS, WORKLOAD_OPTIONS, WORKLOADS
+from app.server_variables import check_settings
+from app.target_specs import (
+    CLUSTER_FACTORS,
+    MIN_RUNTIME_S,
+    WAN_FACTORS,
+    WORKLOAD_OPTIONS,
+    WORKLOADS,
+)
 from worker import galera_sql, sysbench
 from worker.targets import record
 from worker.targets.base import (
@@ -44,8 +51,6 @@ log = logging.getLogger(__name__)
 # Workloads that change how many rows the tables hold: after one, the schema is checked again.
 RESIZING_WORKLOADS = ("oltp_insert", "oltp_delete")
 TPCC_TABLES = 9
-# MSER-5 needs at least a few batches of 5 one-second interval reports after the warm-up.
-MIN_RUNTIME_S = 10
 # Server errors that mean "this configuration cannot run here", not "the cluster broke".
 INFEASIBLE_MARKERS = ("Too many connections", "max_connections", "Out of memory", "(1040)")
 PREPARE_TIMEOUT_S = 600
@@ -183,6 +188,11 @@ class ClusterTarget(Target):
             (restart if is_restart_only(name) else provider)[name] = text
         if "wsrep_slave_threads" in config:
             variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
+        try:
+            # The API checked them at submission; checked again here, as the worker sets them.
+            variables = check_settings(variables, self.settings)
+        except ValueError as error:
+            raise InfeasibleError(str(error)) from error
         owned = {name: w for w, names in WORKLOAD_OPTIONS.items() for name in names}
         options = {k: merged[k] for k in owned if k in merged}
         foreign = [k for k in options if owned[k] != workload]

@@ -107,7 +107,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.target_specs import SIMULATED_FACTORS
+from app.target_specs import SIMULATED_FACTORS, SIMULATED_RANGES
 from worker.targets.base import (
     GALERA_RESPONSES,
     Target,
@@ -134,15 +134,12 @@ SIMULATED_DEFAULTS: dict[str, float | int] = {
     "runtime_s": 180.0,
     "write_share": REFERENCE_WRITE_SHARE,
 }
+# The model's domain, as the API checks it at submission.
 _INTEGER_RANGES: dict[str, tuple[int, int]] = {
-    "nodes": (1, 16),
-    "clients": (1, 16),
-    "threads_per_client": (1, 256),
-    "wsrep_slave_threads": (1, 64),
+    name: (int(rule.low), int(rule.high)) for name, rule in SIMULATED_RANGES.items() if rule.whole
 }
 _REAL_RANGES: dict[str, tuple[float, float]] = {
-    "runtime_s": (10.0, 3600.0),
-    "write_share": (0.0, 1.0),
+    name: (rule.low, rule.high) for name, rule in SIMULATED_RANGES.items() if not rule.whole
 }
 _SETTINGS = ("seed", "noise", "seconds_per_trial")
 
