@@ -471,7 +471,9 @@ class TargetSpec:
             if accepted is None:
                 continue
             low, high = accepted
-            beyond = sorted({float(c[name]) for c in configs if not low <= float(c[name]) <= high})
+            # Only numbers: a categorical factor of a built-in name is refused by check_space.
+            values = {float(c[name]) for c in configs if isinstance(c.get(name), int | float)}
+            beyond = sorted(v for v in values if not low <= v <= high)
             if beyond:
                 raise DomainError(
                     "design",
