@@ -32,8 +32,9 @@ Config = dict[str, Value]
 FACTOR_KINDS: tuple[str, ...] = ("continuous", "integer", "categorical")
 SCALES: tuple[str, ...] = ("linear", "log2")
 # A name of letters, digits and underscores; dots join such parts, as in Galera's provider
-# options (gcs.fc_limit), which are factors of a real cluster.
-NAME_PATTERN = re.compile(r"^(?=.{1,64}$)[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# options (gcs.fc_limit), which are factors of a real cluster. \Z, not $: "$" also matches
+# before a trailing newline, which would let "nodes\n" pass as a name.
+NAME_PATTERN = re.compile(r"(?=.{1,64}\Z)[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 MAX_FACTORS = 30
 MAX_LEVELS = 50
 

@@ -45,9 +45,9 @@ from experiments.intervals import (
 # streaming-replication fragment, configuration faults that must fail the trial, not conflicts.
 DEFAULT_IGNORE_ERRORS = "1213,1020,1205,1317"
 
-_HOST = re.compile(r"^[A-Za-z0-9._:-]{1,255}$")
-_DATABASE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
-_IGNORE = re.compile(r"^(all|none|\d{1,5}(,\d{1,5})*)$")
+_HOST = re.compile(r"[A-Za-z0-9._:-]{1,255}\Z")
+_DATABASE = re.compile(r"[A-Za-z0-9_]{1,64}\Z")
+_IGNORE = re.compile(r"(all|none|\d{1,5}(,\d{1,5})*)\Z")
 _VERSION = re.compile(r"sysbench (\d+)\.(\d+)\.(\d+)")
 _OPTION = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The project's own workload scripts, beside sysbench's.

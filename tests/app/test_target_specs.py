@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from app.server_variables import policy_from_settings
 from app.target_specs import GALERA_RESPONSES, TargetsFileError, TargetSpec, load_targets
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.objective import Objective
+from worker.sysbench import Connection, run_command
+
+CONNECTION = Connection(host="db1", port=3306, user="sbtest", database="sbtest1")
 
 
 def test_defaults_are_simulated_manual_and_the_lab():
@@ -77,3 +83,23 @@ def test_the_range_of_a_built_in_factor_is_the_targets_own():
     assert targets["lab"].factor_range("runtime_s") == (10, 3600)
     assert targets["lab"].factor_range("workload") is None
     assert targets["manual"].factor_range("nodes") is None
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda: space("nodes\n"),
+        lambda: Objective.parse({"response": "tps\n"}, lambda response, field: None),
+        lambda: load_targets(None)["lab"].check_space(space("sync_binlog\n")),
+        lambda: policy_from_settings({"server_variables": {"deny": ["general_log\n"]}}),
+        lambda: dataclasses.replace(CONNECTION, host="db1\n"),
+        lambda: dataclasses.replace(CONNECTION, database="sbtest1\n"),
+        lambda: run_command(CONNECTION, workload="oltp_read_write", threads=1, time_s=10,
+                            warmup_s=0, tables=1, table_size=10, ignore_errors="all\n"),
+    ],
+    ids=["factor", "response", "lab factor", "policy", "host", "database", "ignore"],
+)  # fmt: skip
+def test_no_name_passes_with_a_trailing_newline(check):
+    # "$" matches before a final newline: every name check ends at the end of the text (\Z).
+    with pytest.raises((DomainError, ValueError)):
+        check()
