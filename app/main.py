@@ -10,8 +10,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, status
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from sqlalchemy.exc import InterfaceError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from app.api import field_docs
 from app.api.body_limit import BodySizeLimit
@@ -46,6 +50,42 @@ async def _database_unavailable(_request: Request, error: Exception) -> JSONResp
         {"detail": "the database is unavailable; retry shortly"},
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
     )
+
+
+def _operation_id(route: APIRoute) -> str:
+    """The route function's name (create_experiment, get_analysis): FastAPI's default appends
+    the path and the method, which a generated client then carries in every function name."""
+    return route.name
+
+
+HTTP_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route of the app answers on the request's path (asked of the router,
+    which alone knows the routes of the routers it includes). The mounted static files answer
+    any method their path is asked with and are left out."""
+    routes = [route for route in app.router.routes if not isinstance(route, Mount)]
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """FastAPI's answer, except that a 405's `Allow` lists the methods of every route on the
+    path: Starlette lists only those of the first route whose path matched (PUT /experiments
+    said `Allow: POST` though GET answers there too)."""
+    assert isinstance(error, StarletteHTTPException)
+    if error.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        allow = ", ".join(allowed_methods(request.app, request))
+        error = StarletteHTTPException(
+            error.status_code, error.detail, headers={**(error.headers or {}), "Allow": allow}
+        )
+    return await http_exception_handler(request, error)
 
 
 def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> FastAPI:
@@ -89,11 +129,13 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        generate_unique_id_function=_operation_id,
     )
     install_docs(app)
     field_docs.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(InterfaceError, _database_unavailable)
     app.add_exception_handler(ConnectionError, _database_unavailable)

@@ -6,9 +6,12 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, HTTPException, Path, Request, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import ClientDisconnect
 
+from app.api.schemas import error_responses
 from app.config import Settings
 from app.db.session import AsyncSession, Database
 from app.queue import TaskQueue
@@ -100,18 +103,77 @@ async def current_principal(
     return principal
 
 
+JSON_MEDIA_TYPE = "application/json"
+# What a route that reads a body may answer for the body alone (413: the BodySizeLimit
+# middleware), documented on every such route.
+BODY_RESPONSES = error_responses(413, 415)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == JSON_MEDIA_TYPE or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+async def require_json_text(request: Request) -> None:
+    """A non-empty body must be declared JSON (415 otherwise) and be UTF-8 text, as JSON between
+    systems is (RFC 8259; 422 naming the first bad byte otherwise). FastAPI itself would answer
+    the first with a 422 that names no rule and the second with an undocumented 400."""
+    try:
+        body = await request.body()
+    except ClientDisconnect:
+        return  # BodySizeLimit answered 413 and cut the body off: nothing to check
+    if not body:
+        return
+    content_type = request.headers.get("content-type", "")
+    if not _is_json(content_type):
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            f"the body must be JSON: send Content-Type: {JSON_MEDIA_TYPE}"
+            f" (got {content_type or 'none'})",
+        )
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ("body", error.start),
+                    "msg": f"JSON must be UTF-8 text: byte {body[error.start]:#04x} at offset"
+                    f" {error.start} is not",
+                    "input": {},
+                }
+            ]
+        ) from None
+
+
 class KeyFirstRoute(APIRoute):
     """A route that checks the API key before FastAPI reads the body: a request without a
     valid key is 401 whatever it sends (a body that is not JSON included), not 400 or 422.
-    The key is checked in the request's session, which the route then goes on with."""
+    The key is checked in the request's session, which the route then goes on with. A route
+    that reads a body then checks it is JSON text (`require_json_text`), and documents the
+    answers about the body (BODY_RESPONSES)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        if self.body_field is not None:
+            # Built again with the body's answers: FastAPI reads the models of the documented
+            # answers while it builds the route.
+            kwargs["responses"] = BODY_RESPONSES | (kwargs.get("responses") or {})
+            super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        reads_body = self.body_field is not None
 
         async def key_first(request: Request) -> Response:
             credentials = await _bearer(request)
             async with get_database(request).session() as session:
                 await current_principal(request, session, credentials)
+                if reads_body:
+                    await require_json_text(request)
                 request.state.session = session
                 return await handler(request)
 

@@ -47,8 +47,9 @@ BY_SCHEMA: dict[str, str] = {
     "FixedEffect.name": "the term",
     "HalfNormalPoint.name": "the effect's term",
     "Term.name": "the term: Intercept, a factor, a:b, a^2 or block[k]",
-    "FactorIn.low": "the low end of the range (numeric factors)",
-    "FactorIn.high": "the high end of the range (numeric factors)",
+    "FactorIn.low": "the low end of the range: a continuous or integer factor has low and high,"
+    " or levels instead (then low and high are null or left out)",
+    "FactorIn.high": "the high end of the range, above low (null or left out with levels)",
     "DesirabilityIn.low": "below it the response is unacceptable (maximize, target)",
     "DesirabilityIn.high": "above it the response is unacceptable (minimize, target)",
     "FactorEffect.low": "the setting the effect starts from",
@@ -79,9 +80,12 @@ BY_SCHEMA: dict[str, str] = {
     "ExperimentIn.target": "the operator's target the trials run on (GET /targets)",
     "ExperimentOut.target": "the target the trials run on",
     "ExperimentWithTrialsOut.target": "the target the trials run on",
-    "DesirabilityIn.response": "the response this goal is about",
-    "ObjectiveIn.response": "the response to optimize (tps, latency_p95_ms, ...)",
-    "ResponseBoundIn.response": "the other response limited",
+    "DesirabilityIn.response": "the response this goal is about; one the target reports where"
+    " it lists them (GET /targets)",
+    "ObjectiveIn.response": "the response to optimize (tps, latency_p95_ms, ...); one the target"
+    " reports where it lists them (GET /targets)",
+    "ResponseBoundIn.response": "the other response limited; one the target reports where it"
+    " lists them (GET /targets)",
     "SurfaceOut.response": "the response predicted",
     "DesirabilityIn.goal": "maximize, minimize or target",
     "ObjectiveIn.goal": "maximize or minimize",
@@ -139,6 +143,17 @@ BY_SCHEMA: dict[str, str] = {
     "SelectionStep.dropped": "the term dropped at this step (null for the starting model)",
     "Selection.alpha": "significance level of elimination by p-value (null for AICc)",
     "Lenth.alpha": "significance level of the margins of error",
+    "ResponseBoundIn.min": "the smallest acceptable value (a limit has min, max or both)",
+    "ResponseBoundIn.max": "the largest acceptable value (a limit has min, max or both)",
+}
+
+# Response models that carry an input model's fields, described as that model's are.
+SAME_AS: dict[str, str] = {
+    "FactorOut": "FactorIn",
+    "ResponseBoundOut": "ResponseBoundIn",
+    "DesirabilityOut": "DesirabilityIn",
+    "ObjectiveOut": "ObjectiveIn",
+    "DesignSpecOut": "DesignIn",
 }
 
 GLOSSARY: dict[str, str] = {
@@ -336,7 +351,11 @@ def describe(schema: dict[str, Any]) -> dict[str, Any]:
     for name, component in schema.get("components", {}).get("schemas", {}).items():
         for field, prop in (component.get("properties") or {}).items():
             if "description" not in prop:
-                text = BY_SCHEMA.get(f"{name}.{field}") or GLOSSARY.get(field)
+                text = (
+                    BY_SCHEMA.get(f"{name}.{field}")
+                    or BY_SCHEMA.get(f"{SAME_AS.get(name)}.{field}")
+                    or GLOSSARY.get(field)
+                )
                 if text is not None:
                     prop["description"] = text
     return schema

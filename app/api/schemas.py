@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
 from app.services.optimization_loop import MAX_BUDGET_SECONDS
-from experiments.analysis import Analysis
+from experiments.analysis import Analysis, Optimum
 
 ModelOrder = Annotated[
     str,
@@ -52,11 +53,11 @@ class ErrorOut(BaseModel):
 
 
 _ERRORS: dict[int, str] = {
-    400: "the body could not be read at all (e.g. it is not UTF-8 text)",
     401: "no API key, or one that is not valid or was revoked (`WWW-Authenticate: Bearer`)",
     404: "no such experiment, trial or suggestion, or one the key's owner may not see",
     409: "the experiment's state forbids it (e.g. cancelled, a manual target, already running)",
     413: "the request body is larger than GALERA_DOE_MAX_BODY_BYTES (default 1 MiB)",
+    415: "the body is not JSON: its Content-Type is not application/json",
     503: "the database or the broker is unreachable; retry shortly",
 }
 
@@ -95,9 +96,27 @@ class FieldErrorsOut(BaseModel):
 KEYED_RESPONSES = error_responses(401, 503) | {
     422: {
         "model": FieldErrorsOut,
-        "description": "a field broke a rule: `loc` names it, `msg` says the rule",
+        "description": "a field broke a rule: `loc` names it, `msg` says the rule; `type`"
+        " domain_rule for a rule of the service's that a schema cannot state (low below high,"
+        " the responses a target reports, a design's size)",
     }
 }
+
+
+def _integer_if_whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _number_types(annotation: Any) -> set[Any]:
+    if annotation in (int, float):
+        return {annotation}
+    return set().union(*(_number_types(arg) for arg in typing.get_args(annotation)))
+
+
+@functools.cache
+def _takes_integers(model: type[BaseModel], field: str) -> bool:
+    """Whether the field holds integers, or a list of them, and no other numbers."""
+    return _number_types(model.model_fields[field].annotation) == {int}
 
 
 class Strict(BaseModel):
@@ -106,6 +125,17 @@ class Strict(BaseModel):
     Infinity (which Python's JSON reader accepts) are refused in every number."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _whole_numbers_are_integers(cls, value: Any, info: ValidationInfo) -> Any:
+        """89.0 for an integer field is 89: JSON has one kind of number, and JSON Schema's
+        `integer` (what the schema says) is any number without a fraction, however written."""
+        if info.field_name is None or not _takes_integers(cls, info.field_name):
+            return value
+        if isinstance(value, list):
+            return [_integer_if_whole(item) for item in value]
+        return _integer_if_whole(value)
 
 
 class FactorIn(Strict):
@@ -261,6 +291,8 @@ class ObservationIn(Strict):
     whole_plot: int | None = Field(
         default=None,
         ge=1,
+        # The trials' whole_plot column is a 32-bit INTEGER.
+        le=2**31 - 1,
         description="the whole plot of a split-plot run (hard-to-change settings)",
     )
 
@@ -324,6 +356,44 @@ class TimingOut(BaseModel):
     estimated_finish_at: datetime | None
 
 
+# An experiment's request as the service stored it and answers with it: every field present,
+# keys an older release stored and this one no longer knows left out.
+_STORED = ConfigDict(extra="ignore", strict=False, json_schema_serialization_defaults_required=True)
+
+
+class FactorOut(FactorIn):
+    """One factor as stored: what FactorIn took, its defaults filled in."""
+
+    model_config = _STORED
+
+
+class ResponseBoundOut(ResponseBoundIn):
+    """A limit on another response, as stored."""
+
+    model_config = _STORED
+
+
+class DesirabilityOut(DesirabilityIn):
+    """One response of a desirability objective, as stored."""
+
+    model_config = _STORED
+
+
+class ObjectiveOut(ObjectiveIn):
+    """The objective as stored, its scale chosen when it was not given."""
+
+    model_config = _STORED
+    constraints: list[ResponseBoundOut] = Field(default_factory=list)
+    desirability: list[DesirabilityOut] = Field(default_factory=list)
+    scale: Literal["linear", "log"] = "linear"
+
+
+class DesignSpecOut(DesignIn):
+    """The design asked for, as stored."""
+
+    model_config = _STORED
+
+
 class ExperimentOut(BaseModel):
     """An experiment with its progress: trial counts by status, and the best so far."""
 
@@ -331,11 +401,11 @@ class ExperimentOut(BaseModel):
     name: str
     status: str
     target: str
-    factors: list[dict[str, Any]]
-    design: dict[str, Any] | None
+    factors: list[FactorOut]
+    design: DesignSpecOut | None
     design_notes: list[str]
     constraints: list[str]
-    objective: dict[str, Any]
+    objective: ObjectiveOut
     created_at: datetime
     updated_at: datetime
     progress: dict[str, int] = Field(description="trial counts by status, and the total")
@@ -563,7 +633,7 @@ class SurfaceOut(BaseModel):
 
     response: str
     model: str
-    optimum: dict[str, Any]
+    optimum: Optimum
     x: str
     y: str | None
     x_values: list[Value]

@@ -20,7 +20,7 @@ from app.services import designs
 router = APIRouter(tags=["designs"], responses=KEYED_RESPONSES, route_class=KeyFirstRoute)
 
 
-@router.post("/designs/preview", responses=error_responses(400, 413))
+@router.post("/designs/preview")
 async def preview_design(
     body: DesignPreviewIn, targets: TargetsDep, settings: SettingsDep
 ) -> DesignOut:
@@ -39,7 +39,8 @@ async def preview_design(
 @router.get(
     "/experiments/{experiment_id}/design",
     response_model=DesignOut,
-    responses={200: {"content": {"text/csv": {}}}} | error_responses(404),
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}}
+    | error_responses(404),
 )
 async def get_design(
     experiment_id: OwnedExperimentId,

@@ -86,7 +86,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
     )
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(400, 413))
+@router.post("", status_code=status.HTTP_201_CREATED)
 async def create_experiment(
     body: ExperimentIn,
     session: SessionDep,
@@ -177,7 +177,7 @@ async def start_experiment(
     targets: TargetsDep,
     viewer: CurrentKey,
     response: Response,
-    body: Annotated[StartIn | None, Body()] = None,
+    body: Annotated[StartIn, Body(default_factory=StartIn)],
     idempotency_key: IdempotencyKey = None,
 ) -> ExperimentOut:
     """Queue every pending trial, in run order, for the workers. With `restart_replicates` a
@@ -189,7 +189,7 @@ async def start_experiment(
         targets=targets,
         owner=viewer.owner,
         idempotency=_idempotency(idempotency_key),
-        restart_replicates=body is not None and body.restart_replicates,
+        restart_replicates=body.restart_replicates,
     )
     _mark_replayed(response, detail)
     return _out(detail)
@@ -204,7 +204,7 @@ async def cancel_experiment(experiment_id: OwnedExperimentId, session: SessionDe
 @router.post(
     "/{experiment_id}/observations",
     status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 404, 409, 413),
+    responses=error_responses(404, 409),
 )
 async def record_observations(
     experiment_id: OwnedExperimentId,
@@ -232,7 +232,7 @@ async def record_observations(
 
 
 @router.get("/{experiment_id}/analysis", responses=error_responses(404))
-async def analyze_experiment(
+async def get_analysis(
     experiment_id: OwnedExperimentId,
     session: SessionDep,
     targets: TargetsDep,

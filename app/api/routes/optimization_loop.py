@@ -48,9 +48,9 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
 @router.post(
     "/{experiment_id}/optimize",
     status_code=status.HTTP_202_ACCEPTED,
-    responses=error_responses(400, 409, 413),
+    responses=error_responses(409),
 )
-async def optimize(
+async def start_optimization(
     experiment_id: OwnedExperimentId,
     body: OptimizeIn,
     session: SessionDep,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -79,7 +78,7 @@ async def get_surface(
         response=report.response,
         model=report.model,
         model_label=report.model_label,
-        optimum=asdict(report.optimum),
+        optimum=report.optimum,
         **report.slice.as_dict(),
     )
 
@@ -87,7 +86,12 @@ async def get_surface(
 @router.get(
     "/{experiment_id}/plots/{kind}.png",
     response_class=Response,
-    responses={200: {"content": {"image/png": {}}, "description": "the plot as a PNG image"}},
+    responses={
+        200: {
+            "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the plot as a PNG image",
+        }
+    },
 )
 async def get_plot(
     experiment_id: OwnedExperimentId,

@@ -27,8 +27,8 @@ router = APIRouter(
 SuggestionId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
-@router.post("/{experiment_id}/suggestions", responses=error_responses(400, 413))
-async def suggest_next(
+@router.post("/{experiment_id}/suggestions")
+async def suggest(
     experiment_id: OwnedExperimentId, body: SuggestionsIn, session: SessionDep
 ) -> PlanOut:
     """Configurations to run next, with predictions and reasons; stored, nothing is run."""
