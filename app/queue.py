@@ -11,6 +11,7 @@ import asyncio
 import base64
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
 import redis
 from celery import Celery
@@ -18,8 +19,19 @@ from celery import Celery
 RUN_TRIAL_TASK = "galera_doe.run_trial"
 ADVANCE_OPTIMIZATION_TASK = "galera_doe.advance_optimization"
 TRIALS_QUEUE_PREFIX = "trials."
-# Where kombu's Redis transport keeps delivered, unacknowledged messages.
+# Where kombu's Redis transport keeps delivered, unacknowledged messages, and when each was
+# delivered (a sorted set scored by the consumer's clock).
 UNACKED_KEY = "unacked"
+UNACKED_INDEX_KEY = "unacked_index"
+# kombu puts an unacknowledged message back in its queue once it was delivered this long ago
+# (its default is an hour). It must outlast the longest a live worker holds a message, or the
+# message of a trial still running is delivered again: a worker waits up to two hours for its
+# target (`trial_runs.execution.LEASE_WAIT`), then runs the trial. A message held by a dead
+# worker does not wait for it: the reaper sends the trial again after `resend_after_seconds`
+# (see `live_trial_ids`), and when kombu restores the old message at last, its delivery finds
+# the trial no longer queued and skips it (the claim is one conditional UPDATE). So a
+# duplicate costs a skip, never a second run.
+BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
 
 
 def trial_queue(target: str) -> str:
@@ -42,6 +54,7 @@ class TaskQueue:
         self.broker_url = broker_url
         self._celery = Celery("galera_doe_api", broker=broker_url)
         self._celery.conf.broker_connection_timeout = 3
+        self._celery.conf.broker_transport_options = BROKER_TRANSPORT_OPTIONS
 
     def _send(self, record_id: int, target: str, task: str = RUN_TRIAL_TASK) -> None:
         try:
@@ -74,24 +87,36 @@ class TaskQueue:
         the queue of its experiment's target."""
         await asyncio.to_thread(self._send, optimization_id, target, ADVANCE_OPTIMIZATION_TASK)
 
-    async def live_trial_ids(self) -> set[int]:
-        """The trial ids that have a message in the broker: waiting in the queue, or delivered
-        to a worker and not yet acknowledged (the Redis transport keeps those in `unacked`)."""
-        return await asyncio.to_thread(self._live_trial_ids)
+    async def live_trial_ids(self, *, delivered_since: datetime | None = None) -> set[int]:
+        """The trial ids that have a message in the broker: waiting in a queue, or delivered to
+        a worker and not yet acknowledged (the Redis transport keeps those in `unacked`).
 
-    def _live_trial_ids(self) -> set[int]:
+        With `delivered_since`, a message delivered before then counts only while it waits in
+        a queue: the worker holding it may have died before it claimed the trial, and nothing
+        in the broker tells a dead holder from one still waiting for its target."""
+        return await asyncio.to_thread(self._live_trial_ids, delivered_since)
+
+    def _live_trial_ids(self, delivered_since: datetime | None) -> set[int]:
         try:
             client = redis.Redis.from_url(
                 self.broker_url, socket_connect_timeout=2, socket_timeout=5
             )
             queues = client.scan_iter(match=f"{TRIALS_QUEUE_PREFIX}*", _type="list")
             waiting = [item for queue in queues for item in client.lrange(queue, 0, -1)]
-            delivered = [json.loads(item)[0] for item in client.hvals(UNACKED_KEY)]
+            unacked = client.hgetall(UNACKED_KEY)
+            delivered_at = dict(client.zrange(UNACKED_INDEX_KEY, 0, -1, withscores=True))
             client.close()
         except redis.RedisError as error:
             raise BrokerUnavailableError(
                 f"broker {self._redacted()} unreachable: {error}"
             ) from error
+        since = float("-inf") if delivered_since is None else delivered_since.timestamp()
+        # A delivery without its time (written between the two reads) is a fresh one.
+        delivered = [
+            json.loads(item)[0]
+            for tag, item in unacked.items()
+            if delivered_at.get(tag, float("inf")) >= since
+        ]
         messages = [json.loads(item) for item in waiting] + delivered
         return {
             int(json.loads(base64.b64decode(message["body"]))[0][0])

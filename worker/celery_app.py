@@ -6,7 +6,7 @@ from celery import Celery
 from kombu import Queue
 
 from app.config import get_settings
-from app.queue import trial_queue
+from app.queue import BROKER_TRANSPORT_OPTIONS, trial_queue
 from app.target_specs import load_targets
 
 settings = get_settings()
@@ -24,6 +24,9 @@ celery_app.conf.update(
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
+    # kombu's visibility timeout: why hours, and why a dead worker's trial does not wait for
+    # it (the reaper sends it again), in app.queue.
+    broker_transport_options=BROKER_TRANSPORT_OPTIONS,
     task_ignore_result=True,
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,

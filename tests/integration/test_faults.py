@@ -10,6 +10,7 @@ import asyncio
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -221,3 +222,43 @@ def test_a_trial_delivered_twice_runs_once(stack: Stack):
     trial = stack.client.trial(trial_id)
     assert trial["status"] == "succeeded" and trial["attempts"] == 1 and trial["error"] is None
     assert trial["responses"]["tps"] > 0
+
+
+def test_a_message_held_by_a_killed_worker_is_sent_again(stack: Stack):
+    # Two idle workers take one message each: one runs its trial, the other holds the second
+    # trial's message while it waits for the target, and is killed before it claims it. The
+    # message stays in the broker's unacked set, which kombu restores only after its visibility
+    # timeout (hours): the reaper must send the trial again after resend_after_seconds.
+    workers = [stack.start_worker(), stack.start_worker()]
+    assert wait_until(lambda: all(ready(w) for w in workers), timeout=60), stack.worker_logs()
+    spec = SPEC | {"factors": [{"name": "nodes", "kind": "integer", "levels": [1, 3]}]}
+    created = stack.client.create_experiment(spec)
+    stack.client.start(created["id"])
+    broker = redis.Redis(port=stack.redis_port)
+
+    def running() -> list[dict]:
+        return [t for t in stack.client.trials(created["id"]) if t["status"] == "running"]
+
+    assert wait_until(lambda: broker.hlen("unacked") == 2 and len(running()) == 1, timeout=30), (
+        stack.worker_logs()
+    )
+    (runner,) = running()
+    holder = next(w for w in workers if not runner["worker"].endswith(f":{w.pid}"))
+    held = next(t["id"] for t in created["trials"] if t["id"] != runner["id"])
+    assert stack.client.trial(held)["status"] == "queued"
+    holder.kill()
+    killed_at = time.monotonic()
+
+    # The runner's 3 s trial, the resend after 2 s (a reaper pass every second), the held
+    # trial's 3 s, and a margin for a loaded machine: seconds, not kombu's hour.
+    done = wait_completed(stack.client, created["id"], timeout=20)
+    assert time.monotonic() - killed_at < 20
+    assert done["progress"]["succeeded"] == 2
+    trial = stack.client.trial(held)
+    assert trial["attempts"] == 1 and trial["error"] is None, trial
+    assert not trial["worker"].endswith(f":{holder.pid}")
+    # Run once: one success in the logs, whoever else received a copy skipped it.
+    outcomes = re.findall(rf"trial {held} outcome: (\w+)", stack.worker_logs())
+    assert outcomes.count("succeeded") == 1 and set(outcomes) <= {"succeeded", "skipped"}
+    assert stack.api is not None
+    assert "had lost their message and were sent again" in stack.api.tail(400)

@@ -36,15 +36,17 @@ async def reap(
     resend_after: timedelta,
 ) -> Reaped:
     """Return trials whose lease expired to the queue (or fail them after `max_attempts`,
-    keeping every attempt's error), and send again the queued trials that have no message in
-    the broker (lost with a broker restart) and were queued more than `resend_after` ago.
+    keeping every attempt's error), and send again the queued trials sent more than
+    `resend_after` ago whose message neither waits in the broker nor was delivered within
+    `resend_after`: it was lost with a broker restart, or a worker holds it unacknowledged and
+    died before it claimed the trial (or still waits for its target: a copy is harmless).
 
     The database is the source of truth: sending a trial twice is harmless, a worker claims it
     once. A trial whose experiment was cancelled while its worker was lost is cancelled."""
     now = utcnow()
     expired = await _expired(session, now, max_attempts)
     await session.commit()
-    live = await queue.live_trial_ids()
+    live = await queue.live_trial_ids(delivered_since=now - resend_after)
     # After a broker restart thousands of trials may have lost their message: sent again in
     # one UPDATE and one batch per target, not a few round trips each.
     lost = [
