@@ -21,16 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import math
 import os
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import redis
 import schemathesis
+import yaml
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.python import asgi
 from schemathesis.specs.openapi.checks import (
@@ -45,10 +51,16 @@ from app.config import Settings
 from app.db.migrate import upgrade_to_head
 from app.main import create_app
 from app.services import api_keys
+from app.target_specs import KIND_FACTORS, load_targets
+from worker.targets import build_target
+from worker.targets.base import Target, TargetError
+from worker.targets.cluster import ClusterTarget
+from worker.targets.lab import LabTarget
 
 FUZZ_REDIS_URL = os.environ.get("GALERA_DOE_TEST_FUZZ_REDIS_URL", "redis://127.0.0.1:6379/13")
 # Fixed so the suite is the same every run; raise them by hand to search deeper.
 MAX_EXAMPLES = int(os.environ.get("GALERA_DOE_FUZZ_EXAMPLES", "25"))
+SPACE_EXAMPLES = int(os.environ.get("GALERA_DOE_FUZZ_SPACE_EXAMPLES", "200"))
 SEED = int(os.environ.get("GALERA_DOE_FUZZ_SEED", "20240806"))
 CHECKS = [
     not_a_server_error,
@@ -271,6 +283,13 @@ TPS = '{"response": "tps"}'
         ("/experiments/{id}/observations",
          '[{"config": {"nodes": NaN, "threads_per_client": 4}, "responses": {"tps": 1}}]',
          ["body", 0, "config", "nodes"]),
+        # The trials' whole_plot column is a 32-bit INTEGER (2**63 was a 500).
+        ("/experiments/{id}/observations",
+         '[{"config": {"nodes": 1, "threads_per_client": 4}, "responses": {"tps": 1},'
+         ' "whole_plot": 9223372036854775808}]', ["body", 0, "whole_plot"]),
+        ("/experiments/{id}/observations",
+         '[{"config": {"nodes": 1, "threads_per_client": 4}, "responses": {"tps": 1},'
+         ' "whole_plot": 2147483648}]', ["body", 0, "whole_plot"]),
         ("/experiments/{id}/optimize", '{"stop_when_expected_improvement_below": Infinity}',
          ["body", "stop_when_expected_improvement_below"]),
         ("/designs/preview", '{"factors": [{"name": "x", "levels": [1, -Infinity]}]}',
@@ -286,3 +305,120 @@ def test_numbers_json_cannot_carry_or_too_large_are_422_naming_the_field(
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["loc"][: len(loc)] == loc
     schema[path.replace("{id}", "{experiment_id}")]["POST"].validate_response(response)
+
+
+# Factor spaces, systematically: every built-in factor of every kind of target, as every kind of
+# factor, over ranges and levels at and beyond the target's bounds (negative, huge, 2**63, NaN
+# and Infinity, which Python's JSON writer sends). Each answer is a 201 or a 4xx naming a field;
+# whatever is accepted, the target's own checks (the worker's) must accept every planned run.
+SPACE_TARGETS = {"simulated": "simulated", "lab": "lab", "dc": "external", "manual": "manual"}
+BOUNDS = [-(2**63), -1e15, -1.0, 0, 0.5, 1, 2, 3, 9, 10, 16, 17, 40, 256, 512, 3600, 3601,
+          1e15, 2**63, 1e308, math.nan, math.inf]  # fmt: skip
+LEVEL_WORDS = ["oltp_read_write", "rw_mix", "tpcc", "1", "ON", "x"]
+DESIGNS = [
+    {"kind": "full_factorial", "levels": 2},
+    {"kind": "ccd"},
+    {"kind": "latin_hypercube", "runs": 6, "seed": 1},
+]
+
+
+@dataclass(frozen=True)
+class SpaceApp:
+    """An app whose targets include an external cluster of two nodes, its key, the targets
+    as the worker builds them."""
+
+    app: FastAPI
+    token: str
+    workers: dict[str, Target]
+
+
+@pytest.fixture(scope="module")
+async def space_app(
+    fuzz_broker: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SpaceApp]:
+    """A database of its own (the schemathesis run's ids stay the same), the four kinds of
+    target, and the worker's targets built from the same file (the lab in a directory of the
+    test's, never started)."""
+    root = tmp_path_factory.mktemp("spaces")
+    url = f"sqlite+aiosqlite:///{root / 'spaces.sqlite3'}"
+    await asyncio.to_thread(upgrade_to_head, url)
+    two_nodes = {"nodes": [{"host": "db1"}, {"host": "db2"}]}
+    targets = [
+        {"name": "simulated", "kind": "simulated", "settings": {"seed": 0, "noise": 0.03}},
+        {"name": "manual", "kind": "manual"},
+        {"name": "lab", "kind": "lab", "settings": {"base_dir": str(root / "lab")}},
+        {"name": "dc", "kind": "external", "settings": two_nodes},
+    ]
+    path = root / "targets.yaml"
+    path.write_text(yaml.safe_dump({"targets": targets}))
+    app_settings = Settings(
+        database_url=url, broker_url=fuzz_broker, reaper_interval_seconds=0, targets_file=path
+    )
+    keys = create_app(app_settings)
+    async with keys.router.lifespan_context(keys), keys.state.database.session() as session:
+        token = (await api_keys.create(session, owner=OWNER)).token
+    specs = load_targets(path)
+    workers = {name: build_target(spec) for name, spec in specs.items() if spec.runnable}
+    # schemathesis runs the app's lifespan in its own event loop thread, as for fuzz_app.
+    yield SpaceApp(create_app(app_settings), token, workers)
+    asgi.shutdown_lifespans()
+
+
+@st.composite
+def factor_spaces(draw: st.DrawFn) -> dict[str, Any]:
+    """An experiment on one target over one to three of its built-in factors (the lab's for
+    the manual target), each of any kind, with any bounds or levels."""
+    target = draw(st.sampled_from(sorted(SPACE_TARGETS)))
+    names = KIND_FACTORS[SPACE_TARGETS[target]] or KIND_FACTORS["lab"] or ()
+    chosen = draw(st.lists(st.sampled_from(sorted(names)), min_size=1, max_size=3, unique=True))
+    factors = []
+    for name in chosen:
+        kind = draw(st.sampled_from(["continuous", "integer", "categorical"]))
+        factor: dict[str, Any] = {"name": name, "kind": kind}
+        if kind == "categorical":
+            factor["levels"] = draw(st.lists(st.sampled_from(LEVEL_WORDS), min_size=1,
+                                             max_size=3, unique=True))  # fmt: skip
+        elif draw(st.booleans()):
+            factor["levels"] = draw(st.lists(st.sampled_from(BOUNDS), min_size=1, max_size=3))
+        else:
+            factor["low"] = draw(st.sampled_from(BOUNDS))
+            factor["high"] = draw(st.sampled_from(BOUNDS))
+        factors.append(factor)
+    return {"name": "space", "target": target, "factors": factors,
+            "design": draw(st.sampled_from(DESIGNS)), "objective": {"response": "tps"}}  # fmt: skip
+
+
+def run_checks(target: Target, config: dict[str, Any]) -> None:
+    """What the worker checks before it runs `config` on `target`, without running anything on
+    a real cluster: the simulated target runs it; a cluster plans it and takes its nodes."""
+    if isinstance(target, ClusterTarget):
+        plan = target.plan(config)
+        if isinstance(target, LabTarget):
+            assert plan.nodes <= target.cluster.layout.max_nodes, config
+        else:
+            target.nodes_for(plan.nodes)
+    else:
+        target.run(config, run_key=1)
+
+
+@given(spec=factor_spaces())
+@settings(max_examples=SPACE_EXAMPLES, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+def test_any_factor_space_is_accepted_and_runnable_or_refused_naming_a_field(
+    space_app: SpaceApp, spec: dict[str, Any]
+):
+    headers = {"Authorization": f"Bearer {space_app.token}", "Content-Type": "application/json"}
+    with asgi.get_client(space_app.app) as client:
+        # json.dumps writes NaN and Infinity as Python's reader takes them: the API must refuse.
+        response = client.post("/experiments", data=json.dumps(spec), headers=headers)
+    assert response.status_code in (201, 422), (spec, response.text)
+    if response.status_code == 422:
+        detail = response.json()["detail"]
+        assert detail and detail[0]["loc"][0] == "body" and detail[0]["msg"], (spec, detail)
+        return
+    target = space_app.workers.get(spec["target"])
+    for trial in response.json()["trials"] if target is not None else []:
+        try:
+            run_checks(target, trial["config"])
+        except TargetError as error:
+            raise AssertionError(f"accepted but not runnable: {spec}: {error}") from error
