@@ -103,3 +103,56 @@ def test_no_name_passes_with_a_trailing_newline(check):
     # "$" matches before a final newline: every name check ends at the end of the text (\Z).
     with pytest.raises((DomainError, ValueError)):
         check()
+
+
+@pytest.mark.parametrize("other", ["load_nodes", "sites"])
+def test_categorical_nodes_beside_load_nodes_or_sites_is_refused_naming_the_kind(other: str):
+    # Its high end was read as a number from the levels: a ValueError, a 500.
+    categorical = {"name": "nodes", "kind": "categorical", "levels": ["three", "five"]}
+    spaced = FactorSpace.from_dicts(
+        [categorical, {"name": other, "kind": "integer", "levels": [1]}]
+    )
+    with pytest.raises(DomainError) as refused:
+        load_targets(None)["lab"].check_space(spaced)
+    assert refused.value.field == "factors.0.kind"
+    assert "nodes is an integer factor from 1 to 9 on target 'lab', not categorical" in (
+        refused.value.rule
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "factor", "field", "words"),
+    [
+        ("simulated", {"name": "nodes", "kind": "integer", "low": 1, "high": 40}, "factors.0",
+         "nodes is an integer factor from 1 to 16 on target 'simulated'"),
+        ("lab", {"name": "nodes", "kind": "integer", "low": 1, "high": 16}, "factors.0",
+         "nodes is an integer factor from 1 to 9 on target 'lab'"),
+        ("lab", {"name": "threads_per_client", "kind": "categorical", "levels": ["4"]},
+         "factors.0.kind", "not categorical"),
+        ("lab", {"name": "runtime_s", "kind": "continuous", "low": 10, "high": 60},
+         "factors.0.kind", "runtime_s takes whole numbers on target 'lab'"),
+        ("lab", {"name": "runtime_s", "kind": "integer", "low": 5, "high": 60}, "factors.0",
+         "runtime_s is an integer factor from 10 to 3600"),
+        ("simulated", {"name": "runtime_s", "kind": "continuous", "low": 10, "high": 4000},
+         "factors.0", "runtime_s is a number from 10 to 3600 on target 'simulated'"),
+        ("lab", {"name": "clients", "kind": "continuous", "levels": [1, 2.5]}, "factors.0",
+         "clients is an integer factor from 1 to 16"),
+        ("simulated", {"name": "write_share", "kind": "categorical", "levels": ["half"]},
+         "factors.0.kind", "write_share is a number from 0 to 1"),
+    ],
+)  # fmt: skip
+def test_a_built_in_factor_keeps_to_its_kind_and_range_on_each_target(
+    target: str, factor: dict, field: str, words: str
+):
+    with pytest.raises(DomainError) as refused:
+        load_targets(None)[target].check_space(FactorSpace.from_dicts([factor]))
+    assert refused.value.field == field and words in refused.value.rule
+
+
+def test_whole_levels_of_a_continuous_built_in_factor_are_accepted(tmp_path: Path):
+    lab = load_targets(None)["lab"]
+    lab.check_space(FactorSpace.from_dicts([{"name": "nodes", "levels": [1, 3]}]))
+    path = tmp_path / "targets.yaml"
+    path.write_text("targets:\n  - {name: l, kind: lab, settings: {max_nodes: two}}\n")
+    with pytest.raises(TargetsFileError, match=r"targets\[0\]\.settings\.max_nodes: a whole"):
+        load_targets(path)
