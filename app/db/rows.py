@@ -108,14 +108,17 @@ async def transition(
     from_statuses: Sequence[str],
     to_status: str,
     values: dict[str, Any] | None = None,
+    lease_expired_by: datetime | None = None,
 ) -> bool:
-    """Move a trial to `to_status` only if it is in one of `from_statuses`: one atomic UPDATE.
+    """Move a trial to `to_status` only if it is in one of `from_statuses` (and, with
+    `lease_expired_by`, its lease ran out before then): one atomic UPDATE.
 
     Returns whether this call made the change; a concurrent caller that lost the race gets False.
     """
+    lease = [] if lease_expired_by is None else [Trial.lease_expires_at < lease_expired_by]
     statement = (
         update(Trial)
-        .where(Trial.id == trial_id, Trial.status.in_(list(from_statuses)))
+        .where(Trial.id == trial_id, Trial.status.in_(list(from_statuses)), *lease)
         .values(status=to_status, **(values or {}))
         .execution_options(synchronize_session=False)
     )
@@ -352,16 +355,15 @@ async def transition_claimed(
 ) -> bool:
     """Move a trial that `worker` claimed for `attempt` to `to_status`: one atomic UPDATE.
 
-    The claim holds while the trial runs under that worker and attempt, and also once the
-    reaper put it back in the queue (its lease ran out while the worker could not reach the
-    database) as long as no one claimed it again."""
+    The claim holds while the trial runs under that worker and attempt: once the reaper took
+    it back (its lease ran out), that attempt is lost and the trial runs again."""
     statement = (
         update(Trial)
         .where(
             Trial.id == trial_id,
             Trial.worker == worker,
             Trial.attempts == attempt,
-            Trial.status.in_([TrialStatus.RUNNING, TrialStatus.QUEUED]),
+            Trial.status == TrialStatus.RUNNING,
         )
         .values(status=to_status, **(values or {}))
         .execution_options(synchronize_session=False)

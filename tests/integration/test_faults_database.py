@@ -1,13 +1,19 @@
-"""The metadata database restarted in the middle of an experiment, for real.
+"""The metadata database restarted or locked in the middle of an experiment, for real.
 
-The test runs a MariaDB server of its own (datadir, socket and port of its own; never the
-system server), points the API and the workers at it, kills it with SIGKILL by pid while a
+The restart test runs a MariaDB server of its own (datadir, socket and port of its own; never
+the system server), points the API and the workers at it, kills it with SIGKILL by pid while a
 trial runs, and starts it again on the same datadir and port. While it is down the API answers
 503 at once and /health names the database; the worker whose trial finished holds the result
 and retries recording it, a worker that receives a trial then waits for the database, and one
 whose retries run out drops the delivery (the trial stays queued in the database, and the
 reaper sends it again). Once it is back, the same API (not restarted) answers again and every
 trial ends `succeeded`, once, at its first attempt.
+
+The lock test holds a write transaction on the stack's SQLite file while a trial runs, until
+the trial's lease has run out: the worker cannot renew it, the reaper cannot take the trial
+back. Whichever writes first once the lock is gone decides, and the trial ends one way or the
+other, never both: succeeded at attempt 1 with no error (the worker renewed its lease first),
+or attempt 1 lost and run again (the reaper took it back first; the worker stops its run).
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ import re
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -212,9 +220,12 @@ def test_a_database_restart_loses_no_result(stack: Stack, metadata_server: Metad
     trials = stack.client.trials(experiment_id)
     assert all(t["attempts"] == 1 and t["error"] is None for t in trials), trials
     assert all(t["responses"] and t["responses"]["tps"] > 0 for t in trials)
-    # Every trial ran once, in one worker or the other: one outcome each, all of them successes.
+    # Every trial ran once, in one worker or the other. The messages the waiting worker held
+    # through the outage were sent again (their holder might have died): those copies skip.
     outcomes = re.findall(r"trial (\d+) outcome: (\w+)", stack.worker_logs())
-    assert sorted(outcomes) == sorted((str(i), "succeeded") for i in trial_ids), outcomes
+    successes = sorted(trial for trial, outcome in outcomes if outcome == "succeeded")
+    assert successes == sorted(str(i) for i in trial_ids), outcomes
+    assert {outcome for _, outcome in outcomes} <= {"succeeded", "skipped"}, outcomes
     assert logged(first, "database reachable again: recording the result of trial")
     assert stack.api is not None and "had lost their message and were sent again" in (
         stack.api.tail(400)
@@ -232,3 +243,69 @@ def _answers(client: Client, experiment_id: int) -> bool:
     except (ApiError, httpx.TransportError):
         return False
     return True
+
+
+# Longer than the lock (the lease's 10 s at most, and 3 s for a reaper pass to read the expired
+# lease and wait behind the lock): the run is still going when the lock is gone.
+LOCKED_TRIAL_S = 16
+
+
+@pytest.fixture
+def sqlite_stack(tmp_path: Path) -> Iterator[Stack]:
+    """Redis, the API and (later) a worker on a SQLite file; 10 s leases, a reaper every second."""
+    target = {
+        "name": "locked",
+        "kind": "simulated",
+        "settings": {"seconds_per_trial": LOCKED_TRIAL_S},
+    }
+    running = Stack(tmp_path, targets=[target])
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_lease_run_out_under_a_sqlite_lock_ends_the_trial_one_way(sqlite_stack: Stack):
+    stack = sqlite_stack
+    worker = stack.start_worker()
+    assert wait_until(lambda: ready(worker), timeout=60), worker.tail()
+    spec = SPEC | {
+        "name": "locked",
+        "target": "locked",
+        "factors": [{"name": "nodes", "kind": "integer", "levels": [3]}],
+    }
+    created = stack.client.create_experiment(spec)
+    (trial_id,) = [t["id"] for t in created["trials"]]
+    stack.client.start(created["id"])
+    assert wait_until(lambda: stack.client.trial(trial_id)["status"] == "running", timeout=30), (
+        worker.tail()
+    )
+
+    database = stack.database_url.removeprefix("sqlite+aiosqlite:///")
+    lock = sqlite3.connect(database, isolation_level=None)
+    try:
+        lock.execute("BEGIN IMMEDIATE")  # the write lock; readers go on (WAL)
+        expires = datetime.fromisoformat(stack.client.trial(trial_id)["lease_expires_at"])
+        wait = (expires.astimezone(UTC) - datetime.now(UTC)).total_seconds()
+        assert 0 < wait <= 10
+        time.sleep(wait + 3)  # expired, and read so by a reaper pass now waiting to write
+        assert stack.client.trial(trial_id)["status"] == "running"
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+    done = wait_completed(stack.client, created["id"], timeout=2 * LOCKED_TRIAL_S + 15)
+    assert done["progress"]["succeeded"] == 1, done["progress"]
+    trial = stack.client.trial(trial_id)
+    assert trial["responses"] and trial["responses"]["tps"] > 0
+    lost = "attempt 1 (lost): worker"
+    if trial["attempts"] == 1:
+        assert trial["error"] is None, trial
+    else:
+        assert trial["attempts"] == 2, trial
+        assert trial["error"].startswith(lost) and "\n" not in trial["error"], trial
+        assert logged(worker, f"trial {trial_id}: stopping the run")
+    # One success recorded, in one delivery.
+    outcomes = re.findall(rf"trial {trial_id} outcome: (\w+)", stack.worker_logs())
+    assert outcomes.count("succeeded") == 1, outcomes

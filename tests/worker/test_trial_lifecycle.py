@@ -1,6 +1,7 @@
 """The worker's use cases under faults, on both database backends: a record made twice (the
 connection broke during the commit), a stale claim, a trial the reaper took back while the
-worker could not reach the database, cancellation, and the retries of database steps."""
+worker could not reach the database (no result recorded over it), a lease renewed while the
+reaper waited to take it back, cancellation, and the retries of database steps."""
 
 from __future__ import annotations
 
@@ -91,23 +92,65 @@ async def test_a_stale_claim_records_nothing(database, redis_url):
     assert trial.responses == {"tps": 2.0} and trial.attempts == 2 and trial.worker == "w2"
 
 
-async def test_a_result_is_kept_when_the_reaper_took_the_trial_back_meanwhile(database, redis_url):
-    # The worker could not renew its lease while the database was down; the reaper put the
-    # trial back in the queue; no one claimed it again before the worker recorded its result.
+async def test_no_result_is_recorded_over_a_trial_the_reaper_took_back(database, redis_url):
+    # The worker could not renew its lease (the database locked or down); the reaper counted
+    # the attempt lost and sent the trial again before the worker recorded its result: the
+    # worker stops, records nothing, and the next attempt runs it. Never "succeeded" with
+    # "attempt 1 (lost)" as its error.
     trial_id = await new_trial(database)
     claimed = await claim(database, trial_id, "w1")
     await expire_and_reap(database, trial_id, redis_url)
     assert (await read(database, trial_id)).status == TrialStatus.QUEUED
     async with database.session() as session:
-        assert await trial_runs.stop_reason(session, claimed=claimed) is None
-        assert await trial_runs.record_success(
-            session, claimed=claimed, responses={"tps": 3.0}, raw_output="kept"
+        reason = await trial_runs.stop_reason(session, claimed=claimed)
+        assert reason == "its lease ran out and the reaper sent it again"
+        assert not await trial_runs.record_success(
+            session, claimed=claimed, responses={"tps": 3.0}, raw_output="late"
         )
-        # The message the reaper sent finds nothing to run.
-        assert await trial_runs.target_name(session, trial_id=trial_id) is None
+        assert await trial_runs.record_failure(session, claimed=claimed, error="late") is None
+        assert not await trial_runs.record_cancelled(session, claimed=claimed)
+    lost = await read(database, trial_id)
+    assert lost.status == TrialStatus.QUEUED and lost.responses is None
+    assert lost.error is not None and lost.error.startswith("attempt 1 (lost): worker w1")
+    again = await claim(database, trial_id, "w1")
+    async with database.session() as session:
+        assert await trial_runs.record_success(
+            session, claimed=again, responses={"tps": 4.0}, raw_output="again"
+        )
     trial = await read(database, trial_id)
-    assert trial.status == TrialStatus.SUCCEEDED and trial.attempts == 1
-    assert trial.responses == {"tps": 3.0}
+    assert trial.status == TrialStatus.SUCCEEDED and trial.attempts == 2
+    assert trial.responses == {"tps": 4.0} and trial.error == lost.error
+
+
+async def test_the_reaper_leaves_a_lease_renewed_after_it_read_it(database):
+    # The reaper read the lease as expired, then waited behind a lock while the worker renewed
+    # it: the lease is the worker's again, the trial is not taken back.
+    trial_id = await new_trial(database)
+    await claim(database, trial_id, "w1")
+    async with database.session() as session:
+        expired = utcnow() - timedelta(seconds=1)
+        await session.execute(
+            update(Trial).where(Trial.id == trial_id).values(lease_expires_at=expired)
+        )
+        await session.commit()
+        read_at = utcnow()
+        assert [t.id for t in await rows.expired_trials(session, read_at)] == [trial_id]
+
+        async def take_back() -> bool:
+            taken = await rows.transition(
+                session,
+                trial_id,
+                from_statuses=[TrialStatus.RUNNING],
+                to_status=TrialStatus.QUEUED,
+                lease_expired_by=read_at,
+            )
+            await session.rollback()
+            return taken
+
+        assert await take_back()  # not renewed: the reaper's to take
+        assert await trial_runs.renew_lease(session, trial_id=trial_id, worker="w1", lease=LEASE)
+        assert not await take_back()
+    assert (await read(database, trial_id)).status == TrialStatus.RUNNING
 
 
 async def test_an_infrastructure_failure_recorded_twice_keeps_one_error_line(database):

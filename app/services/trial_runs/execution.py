@@ -2,7 +2,9 @@
 
 What a trial survives here:
 - the database unreachable for a while (a restart): every database step goes through the
-  worker's `steps` (retried with backoff), and a result measured is held until it is recorded;
+  worker's `steps` (retried with backoff), and a result measured is held until it is recorded,
+  as long as the trial's lease holds; once the reaper took the trial back, the attempt counts
+  lost and the trial runs again (the run is stopped, a result is not recorded);
 - the same trial delivered twice: the claim is atomic, the second delivery is skipped;
 - its experiment cancelled while it runs: a watcher polls the trial every `cancel_poll_seconds`
   (and renews the leases), the run is stopped, the trial is recorded `cancelled`.
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 # How long a worker waits for another worker's trial on the same cluster before giving up.
 LEASE_WAIT = timedelta(hours=2)
+NOT_ITS_OWN = "the trial is no longer this worker's: its lease ran out, or it was cancelled"
 
 
 class Steps(Protocol):
@@ -234,7 +237,14 @@ async def _succeeded(claimed: ClaimedTrial, worker: Worker, outcome: Outcome) ->
         )
         raise
     if not recorded:
-        return "not recorded (the trial was claimed again by another worker, which records it)"
+        log.warning(
+            "trial %s: result of attempt %d not recorded (%s): %s",
+            claimed.trial_id,
+            claimed.attempt,
+            NOT_ITS_OWN,
+            json.dumps(dict(outcome.responses)),
+        )
+        return f"not recorded ({NOT_ITS_OWN})"
     await _continue_loop(claimed, worker)
     return "succeeded"
 
@@ -268,6 +278,8 @@ async def _failed(claimed: ClaimedTrial, worker: Worker, error: str, failure: Fa
     if status == TrialStatus.QUEUED:
         await worker.queue.enqueue_trials([claimed.trial_id], target=claimed.target)
         return "requeued"
+    if status is None:
+        return f"not recorded ({NOT_ITS_OWN})"
     await _continue_loop(claimed, worker)
     return "failed"
 

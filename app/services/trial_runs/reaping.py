@@ -99,6 +99,7 @@ async def _expired(session: AsyncSession, now: datetime, max_attempts: int) -> _
                 from_statuses=[TrialStatus.RUNNING],
                 to_status=TrialStatus.CANCELLED,
                 values=rows.finished_values(now),
+                lease_expired_by=now,
             ):
                 done.cancelled.append(trial.id)
             continue
@@ -121,8 +122,11 @@ async def _expired(session: AsyncSession, now: datetime, max_attempts: int) -> _
             from_statuses=[TrialStatus.RUNNING],
             to_status=TrialStatus.QUEUED if retry else TrialStatus.FAILED,
             values=values,
+            # Read before this UPDATE waited for a lock (SQLite's, or a row's): a lease its
+            # worker renewed meanwhile is its worker's again.
+            lease_expired_by=now,
         ):
-            continue  # its worker finished it after all
+            continue  # its worker finished it, or renewed its lease, after all
         if retry:
             done.requeued.append(trial.id)
         else:

@@ -1,7 +1,11 @@
 """The states of a trial a worker holds: claimed, its leases renewed, recorded as it ended.
 
-Every record is conditional on the worker's own claim (worker and attempt), and recording twice
-is harmless: a worker that lost its connection in the middle of a commit records again.
+Every record is conditional on the worker's own claim (worker and attempt, the trial running),
+and recording twice is harmless: a worker that lost its connection in the middle of a commit
+records again. The lease decides between a worker and the reaper: whichever writes first once
+it ran out wins, in one conditional UPDATE, and the trial ends one way only: the worker's
+record (its lease renewed or its result recorded first), or attempt lost and run again (the
+reaper's), never a success over an attempt the reaper counted lost.
 """
 
 from __future__ import annotations
@@ -93,7 +97,8 @@ async def record_failure(
     trial = await rows.get_trial(session, claimed.trial_id)
     history = trial.error if trial is not None else None
     line = _attempt_line(claimed.attempt, failure, error)
-    if history is not None and history.endswith(line):
+    recorded = history is not None and history.endswith(line)
+    if recorded:
         history = history[: -len(line)].rstrip("\n") or None  # recorded already: record again
     errors = f"{history}\n{line}" if history else line
     if failure == Failure.INFRASTRUCTURE and claimed.attempt < max_attempts:
@@ -106,7 +111,16 @@ async def record_failure(
             values={"error": errors, "raw_output": raw_output, "lease_expires_at": None},
         )
         await session.commit()
-        return TrialStatus.QUEUED if requeued else None
+        # Queued under this claim with this very line last: this worker's own earlier record
+        # (the reaper's would end with its "lost" line).
+        again = (
+            recorded
+            and trial is not None
+            and trial.status == TrialStatus.QUEUED
+            and trial.worker == claimed.worker
+            and trial.attempts == claimed.attempt
+        )
+        return TrialStatus.QUEUED if requeued or again else None
     done = await _finish(
         session,
         claimed,
@@ -124,10 +138,9 @@ async def record_cancelled(session: AsyncSession, *, claimed: ClaimedTrial) -> b
 
 async def stop_reason(session: AsyncSession, *, claimed: ClaimedTrial) -> str | None:
     """Why the worker running `claimed` should stop it now, or None: its experiment (or the
-    trial) was cancelled, or another worker claimed the trial since.
-
-    A trial the reaper put back in the queue while this worker could not reach the database,
-    and that no one claimed again, is still this worker's: its result will be recorded."""
+    trial) was cancelled, another worker claimed the trial since, or the reaper took it back
+    (its lease ran out while this worker could not renew it): that attempt is lost, its result
+    would not be recorded, and the target is wanted for the attempt that replaces it."""
     trial = await rows.get_trial(session, claimed.trial_id)
     if trial is None:
         return "the trial no longer exists"
@@ -138,7 +151,9 @@ async def stop_reason(session: AsyncSession, *, claimed: ClaimedTrial) -> str | 
         return "cancelled"
     if trial.worker != claimed.worker or trial.attempts != claimed.attempt:
         return f"the trial was claimed again by {trial.worker} (attempt {trial.attempts})"
-    if trial.status not in (TrialStatus.RUNNING, TrialStatus.QUEUED):
+    if trial.status == TrialStatus.QUEUED:
+        return "its lease ran out and the reaper sent it again"
+    if trial.status != TrialStatus.RUNNING:
         return f"the trial is {trial.status} already"
     return None
 
