@@ -8,7 +8,6 @@ reports as responses, so the API can refuse an experiment its target cannot run.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import yaml
 
 from app.provider_options import is_provider_option_name, provider_option, provider_value
 from app.restart_settings import config_value, is_restart_only
+from app.server_variables import NAME as SERVER_VARIABLE_NAME
 from app.server_variables import (
     SERVER_VARIABLES,
     SETTINGS_KEY,
@@ -98,9 +98,8 @@ WAN_FACTORS: dict[str, tuple[float, float]] = {
     "wan_rtt_ms": (0, 300),
     "wan_jitter_ms": (0, 100),
 }
-# Any other factor of a real cluster is a dynamic server variable, set with SET GLOBAL on every
-# node; the worker checks the name against the server's own list before a trial.
-SERVER_VARIABLE = re.compile(r"[a-z_][a-z0-9_]{0,63}\Z")
+# Any other factor of a real cluster named like a server variable (app.server_variables.NAME)
+# is one, set with SET GLOBAL on every node if the catalogue there allows it.
 
 SIMULATED_FACTORS: tuple[str, ...] = (
     "nodes",
@@ -393,7 +392,7 @@ class TargetSpec:
         """Whether `factor` names a server setting of a real cluster (a server variable or a
         provider option); raise when it is one this target cannot set to its values."""
         provider = is_provider_option_name(factor.name)
-        if not (provider or SERVER_VARIABLE.match(factor.name)):
+        if not (provider or SERVER_VARIABLE_NAME.match(factor.name)):
             return False
         if not provider and factor.name in self.server_variables.deny:
             self._policy_variable(i, factor.name)
