@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker.targets.base import GALERA_RESPONSES, TargetError
+from worker.targets.base import GALERA_RESPONSES, InfeasibleError, TargetError
 from worker.targets.simulated import (
     REFERENCE_WRITE_SHARE,
     SIMULATED_DEFAULTS,
@@ -289,11 +289,30 @@ def test_integral_floats_and_numpy_numbers_are_accepted():
 
 
 @pytest.mark.parametrize(
-    "settings", [{"seed": -1}, {"seed": 1.5}, {"noise": -0.1}, {"noise": 2}, {"noize": 0.1}]
+    "settings",
+    [
+        {"seed": -1},
+        {"seed": 1.5},
+        {"noise": -0.1},
+        {"noise": 2},
+        {"noize": 0.1},
+        {"max_connections": 0},
+        {"max_connections": 6.5},
+    ],
 )
 def test_bad_settings_are_refused(settings):
     with pytest.raises(TargetError):
         SimulatedTarget("sim", settings)
+
+
+def test_a_node_over_max_connections_fails_the_trial_as_infeasible():
+    target = SimulatedTarget("sim", {"max_connections": 64})
+    # Clients 0, 2 and 4 of five land on the first of two nodes: 3 x 16 = 48 connections.
+    target.run({"nodes": 2, "clients": 5, "threads_per_client": 16}, run_key=1)
+    with pytest.raises(InfeasibleError, match=r"Too many connections .* 72 connections"):
+        target.run({"nodes": 2, "clients": 5, "threads_per_client": 24}, run_key=2)
+    with pytest.raises(InfeasibleError, match=r"Too many connections .* 96 connections"):
+        target.run({"nodes": 1, "clients": 3, "threads_per_client": 32}, run_key=3)
 
 
 def test_true_optimum_refuses_bad_levels_and_responses():

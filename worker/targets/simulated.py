@@ -110,6 +110,7 @@ from numpy.typing import ArrayLike, NDArray
 from app.target_specs import SIMULATED_FACTORS, SIMULATED_RANGES
 from worker.targets.base import (
     GALERA_RESPONSES,
+    InfeasibleError,
     Target,
     TargetError,
     TrialResult,
@@ -141,7 +142,7 @@ _INTEGER_RANGES: dict[str, tuple[int, int]] = {
 _REAL_RANGES: dict[str, tuple[float, float]] = {
     name: (rule.low, rule.high) for name, rule in SIMULATED_RANGES.items() if not rule.whole
 }
-_SETTINGS = ("seed", "noise", "seconds_per_trial")
+_SETTINGS = ("seed", "noise", "seconds_per_trial", "max_connections")
 
 
 @dataclass(frozen=True)
@@ -492,9 +493,15 @@ class SimulatedTarget(Target):
             raise TargetError(
                 f"target '{name}': seconds_per_trial must be from 0 to 3600, got {pace!r}"
             )
+        most = self.settings.get("max_connections")
+        if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
+            raise TargetError(
+                f"target '{name}': max_connections must be a whole number from 1, got {most!r}"
+            )
         self.seed = seed
         self.noise = float(noise)
         self.seconds_per_trial = float(pace)
+        self.max_connections = most
 
     def run(
         self,
@@ -512,6 +519,7 @@ class SimulatedTarget(Target):
         # Waiting on the event, not sleeping: a cancelled trial stops at once, as sysbench would.
         (cancel if cancel is not None else threading.Event()).wait(self.seconds_per_trial)
         check_cancelled(cancel)
+        self._check_connections(resolved)
         solution = _solve(*resolved.values())
         if self.noise == 0.0:
             surface = _responses(solution)
@@ -526,6 +534,19 @@ class SimulatedTarget(Target):
         return TrialResult(
             responses=responses, raw_output=self._report(resolved, responses, run_key)
         )
+
+    def _check_connections(self, config: Mapping[str, float | int]) -> None:
+        """Refuse a trial whose busiest node would get more connections than the setting
+        `max_connections` allows, as a real node answers 'Too many connections' (1040)."""
+        if self.max_connections is None:
+            return
+        nodes, clients = int(config["nodes"]), int(config["clients"])
+        busiest = len(range(0, clients, nodes)) * int(config["threads_per_client"])
+        if busiest > self.max_connections:
+            raise InfeasibleError(
+                f"Too many connections (1040): {busiest} connections on one node, "
+                f"max_connections is {self.max_connections}"
+            )
 
     def _report(
         self, config: Mapping[str, float | int], responses: Mapping[str, float], run_key: int
