@@ -343,7 +343,8 @@ def half_normal(
 
 def residuals(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFAULT_SIZE) -> Figure:
     """Residuals against fitted values, a normal probability plot and residuals in run order;
-    the runs that stand out (outlier, leverage or influence) are labelled with their trial."""
+    the runs that stand out (outlier, leverage or influence) are labelled as the analysis names
+    them (the service: by run number, as the run table shows them)."""
     runs = analysis.diagnostics.runs
     fitted = np.array([r.fitted for r in runs])
     residual = np.array([r.residual for r in runs])
@@ -369,7 +370,7 @@ def residuals(analysis: Analysis, *, response: str, size: tuple[int, int] = DEFA
     middle.set_title("normal probability")
     right.plot(range(1, len(residual) + 1), residual, marker="o")
     right.axhline(0.0, color="grey", ls="--")
-    right.set_xlabel("run (trial order)")
+    right.set_xlabel("fitted runs, in run order")
     right.set_ylabel("residual")
     right.set_title("residuals in run order")
     figure.suptitle(f"Residuals of {response}{_model(analysis.model_label)}", fontsize=10)

@@ -45,6 +45,9 @@ class ModelTerms:
         blocks: Sequence[Hashable] = (),
     ) -> None:
         self.blocks = list(blocks) if len(blocks) >= 2 else []
+        # The settings of each factor among the points (in an analysis, the runs): at 1 the
+        # factor never varied and nothing of it is estimable, which the effects report.
+        self.distinct = list(distinct)
         mains: list[tuple[str, int]] = []
         for i, factor in enumerate(space.factors):
             if factor.is_numeric:

@@ -10,7 +10,7 @@ import numpy as np
 from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.results import FactorEffect, Optimum, Profile
-from experiments.analysis.statistics import AnovaRow, term_label
+from experiments.analysis.statistics import AnovaRow, residual_ss
 from experiments.designs import factor_levels
 from experiments.factors import Factor, FactorSpace, Value
 from experiments.numbers import finite_or_none
@@ -31,8 +31,9 @@ def ranked_effects(
     """Every factor in the model, most important first (share of the sum of squares, then
     size of the effect)."""
     at_optimum = main_columns(space, [best.config])[0]
+    total = next(row.sum_sq for row in table if row.kind == "total")
     effects = [
-        _effect(space, terms, results, i, at_optimum, _share(table, terms, i), goal)
+        _effect(space, terms, results, i, at_optimum, total, goal)
         for i, f in enumerate(space.factors)
         if columns_of(f)
     ]
@@ -57,7 +58,7 @@ def _effect(
     results: RegressionResults,
     index: int,
     at_optimum: np.ndarray,
-    share: float | None,
+    total: float,
     goal: str,
 ) -> FactorEffect:
     factor = space.factors[index]
@@ -87,9 +88,10 @@ def _effect(
     return FactorEffect(
         factor=factor.name,
         in_model=bool(involved),
+        settings_run=terms.distinct[index],
         effect=float(centre[high] - centre[low]),
         change_at_optimum=change,
-        share_of_ss=share,
+        share_of_ss=_share(results, involved, total),
         p_value=finite_or_none(p_value),
         direction="increases" if change > 0 else "decreases" if change < 0 else "none",
         low=settings[low],
@@ -113,13 +115,16 @@ def _profile(
     return Profile(settings=settings, predicted=values, best=settings[pick])
 
 
-def _share(table: Sequence[AnovaRow], terms: ModelTerms, index: int) -> float | None:
-    """Percent of the total sum of squares from the terms that contain factor `index`."""
-    containing = {
-        term_label(name) for name, factors in zip(terms.names, terms.factors, strict=True)
-        if index in factors
-    }  # fmt: skip
-    shares = [row.percent for row in table if row.kind == "term" and row.source in containing]
-    if not shares or any(share is None for share in shares):
+def _share(results: RegressionResults, involved: Sequence[int], total: float) -> float | None:
+    """Percent of the total sum of squares that the model loses when the columns `involved`
+    (every term containing a factor) are dropped: the sum of squares of the factor's joint
+    F-test, the one its p-value comes from. An interaction counts for each of its factors, so
+    the shares of factors that interact overlap and need not add up to 100. None when the
+    model has no term of the factor or the runs do not vary."""
+    if not involved or total <= 0:
         return None
-    return float(sum(shares))  # type: ignore[arg-type]
+    x = np.asarray(results.model.exog, dtype=float)
+    y = np.asarray(results.model.endog, dtype=float)
+    kept = [j for j in range(x.shape[1]) if j not in involved]
+    without, _ = residual_ss(x[:, kept], y)
+    return 100.0 * max(without - float(results.ssr), 0.0) / total

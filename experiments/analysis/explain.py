@@ -38,6 +38,7 @@ class _Profile(Protocol):
 class _Effect(Protocol):
     factor: str
     in_model: bool
+    settings_run: int
     p_value: float | None
     profile: _Profile
 
@@ -87,18 +88,31 @@ def explain(
 
     `on_edge` maps each factor whose optimum sits at an end of a range that could be widened
     to that end ("low" or "high"); `blocks` the block effects when the runs came in blocks.
+    A factor that never varied in the runs is said to be untested, first: the optimum holds
+    at its one setting only, and the model is not confident of it.
     """
-    sentences = _effect_sentences(response, goal, effects, terms)
+    fixed = {e.factor for e in effects if e.settings_run < 2}
+    sentences = [_never_varied(sorted(fixed, key=list(optimum).index), optimum)] if fixed else []
+    sentences += _effect_sentences(
+        response, goal, [e for e in effects if e.factor not in fixed], terms
+    )
     if blocks is not None:
         sentences.insert(0, block_sentence(response, blocks))
     confident, confidence = _confidence(fit)
+    confident = confident and not fixed
     sentences.append(confidence)
     if fit.lack_of_fit_p is not None and fit.lack_of_fit_p < ALPHA:
         sentences.append(_lack_of_fit(fit.model, fit.lack_of_fit_p))
     left_out = {e.factor for e in effects if not e.in_model}
     settings = ", ".join(
         f"{name} = {format_value(value)}"
-        + (" (any setting: not in the model)" if name in left_out else "")
+        + (
+            " (the only setting run)"
+            if name in fixed
+            else " (any setting: not in the model)"
+            if name in left_out
+            else ""
+        )
         for name, value in optimum.items()
     )
     low, high = interval
@@ -146,6 +160,16 @@ def block_sentence(response: str, blocks: BlockShifts) -> str:
     )
 
 
+def _never_varied(names: Sequence[str], optimum: Mapping[str, Any]) -> str:
+    """The factors every run held at one setting: untested, whatever the fit says."""
+    held = ", ".join(f"{name} = {format_value(optimum[name])}" for name in names)
+    which = "that factor matters" if len(names) == 1 else "those factors matter"
+    return (
+        f"Every run so far had {held}: the runs cannot tell how {which}, so the optimum below"
+        f" holds there only. Run other settings of {', '.join(names)} before choosing one."
+    )
+
+
 def _effect_sentences(
     response: str, goal: str, effects: Sequence[_Effect], terms: Sequence[_Term]
 ) -> list[str]:
@@ -160,7 +184,7 @@ def _effect_sentences(
         )
         sentences.append(
             f"{lead}: {profile_phrase(response, goal, effect.factor, effect.profile)}, with the"
-            f" other factors at their best settings ({_p(effect.p_value)})."
+            f" other factors at the predicted optimum ({_p(effect.p_value)})."
         )
     quiet = [e.factor for e in effects if e not in significant_effects]
     if quiet:

@@ -21,12 +21,15 @@ CONFIDENCE = 0.95
 
 @dataclass(frozen=True)
 class Prediction:
-    """Predicted means at some configurations with their 95 % confidence intervals (None where
-    the fit leaves no residual degrees of freedom)."""
+    """Predicted means at some configurations with their 95 % confidence intervals and the 95 %
+    prediction intervals of one new run (NaN where the fit leaves no residual degrees of
+    freedom)."""
 
     mean: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
+    pi_low: np.ndarray
+    pi_high: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class FittedModel:
         return self.terms.matrix(main_columns(self.space, configs))
 
     def predict(self, configs: Sequence[Mapping[str, Value]]) -> Prediction:
-        """Predicted means with 95 % confidence intervals."""
+        """Predicted means with 95 % confidence and prediction intervals."""
         frame = self.results.get_prediction(self.matrix(configs)).summary_frame(
             alpha=1.0 - CONFIDENCE
         )
@@ -57,6 +60,8 @@ class FittedModel:
             mean=frame["mean"].to_numpy(dtype=float),
             ci_low=frame["mean_ci_lower"].to_numpy(dtype=float),
             ci_high=frame["mean_ci_upper"].to_numpy(dtype=float),
+            pi_low=frame["obs_ci_lower"].to_numpy(dtype=float),
+            pi_high=frame["obs_ci_upper"].to_numpy(dtype=float),
         )
 
     def same_terms(self, values: Sequence[float]) -> RegressionResults:

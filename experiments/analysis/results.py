@@ -4,8 +4,10 @@ the responses it honours, as plain values with a JSON form and a text summary.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 
+from experiments.analysis.coverage import Coverage
+from experiments.analysis.deploy import DeployAnswer
 from experiments.analysis.diagnostics import BoxCox, Diagnostics
 from experiments.analysis.explain import Explanation
 from experiments.analysis.screening import Curvature, Lenth
@@ -75,20 +77,28 @@ class FactorEffect:
     """How much one factor matters.
 
     `effect` is the predicted change from `low` to `high` with the other factors at the centre
-    (the textbook effect); `change_at_optimum` the same change with the others at the optimum.
+    of their ranges, categorical ones averaged over their levels (the textbook effect: for a
+    numeric factor without interactions with categorical ones, twice its coded coefficient,
+    as its square is the same at both ends and the other numeric factors are 0);
+    `change_at_optimum` is the same change with the others at the predicted optimum, the
+    number the explanation states for a slope. The two differ by the factor's interactions.
     For a numeric factor `low` and `high` are the ends of its range; for a categorical factor
     the two levels whose predictions differ most (in level order). `share_of_ss` is the percent
-    of the total sum of squares explained by all terms that contain the factor (type II), the
-    ranking key. The p-value tests every term that contains the factor at once; `direction`
-    ("increases", "decreases" or "none") is that of the change at the optimum. `profile` is the
-    whole predicted curve at the optimum, which tells a peak inside the range from a slope.
-    `in_model` is false when model selection dropped every term of the factor: nothing was
-    estimated or tested (the effect is 0, the p-value None) and its setting in the optimum is
-    arbitrary.
+    of the total sum of squares the model loses without every term that contains the factor
+    (the sum of squares of its joint test), the ranking key: an interaction counts for each of
+    its factors, so the shares overlap and need not add up to 100. The p-value tests every term
+    that contains the factor at once; `direction` ("increases", "decreases" or "none") is that
+    of the change at the optimum. `profile` is the whole predicted curve at the optimum, which
+    tells a peak inside the range from a slope. `in_model` is false when model selection
+    dropped every term of the factor, or the runs cannot estimate any: nothing was estimated or
+    tested (the effect is 0, the p-value None). `settings_run` counts the factor's distinct
+    settings in the runs: at 1 it never varied, and its setting in the optimum is the one run,
+    not a choice; otherwise a factor not in the model may take any setting.
     """
 
     factor: str
     in_model: bool
+    settings_run: int
     effect: float
     change_at_optimum: float
     share_of_ss: float | None
@@ -133,7 +143,11 @@ class Analysis:
     """A fitted model: terms, fit statistics, factors ranked by effect size, and the optimum.
 
     `model` is the order asked for; `model_label` says which terms were fitted, e.g. "auto
-    (selected from the quadratic model by AICc): nodes + threads + threads^2".
+    (selected from the quadratic model by AICc): nodes + threads + threads^2". `optimum` is
+    the model's best prediction, which may lie where nothing was run; `deploy` is the one
+    configuration to deploy (a measured one, `experiments.analysis.deploy`) and `coverage`
+    what the runs cover of the experiment planned. `fit` leaves both None: they need the
+    strategy's recommendation and the plan, which `reviewed` adds.
     """
 
     model: str
@@ -161,10 +175,20 @@ class Analysis:
     split_plot: SplitPlotFit | None
     method: str
     explanation: Explanation
+    deploy: DeployAnswer | None = field(default=None, kw_only=True)
+    coverage: Coverage | None = field(default=None, kw_only=True)
 
     def as_dict(self) -> dict[str, object]:
         """Plain, JSON-serializable dict."""
         return asdict(self)
+
+    def reviewed(self, coverage: Coverage, deploy: DeployAnswer | None) -> Analysis:
+        """The analysis with what to deploy and what its runs cover; the coverage's warnings
+        open the explanation."""
+        explanation = replace(
+            self.explanation, sentences=[*coverage.sentences, *self.explanation.sentences]
+        )
+        return replace(self, deploy=deploy, coverage=coverage, explanation=explanation)
 
     def summary(self) -> str:
         """A readable text report: fit statistics, coefficient table, effects, optimum."""

@@ -22,6 +22,9 @@ from statsmodels.regression.linear_model import RegressionResults
 from experiments.errors import DomainError
 from experiments.numbers import finite_or_none
 
+# A shared sum of squares below this share of the total is rounding: the design is orthogonal.
+_SHARED_TOLERANCE = 1e-9
+
 
 def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator > 0 else None
@@ -47,8 +50,16 @@ class AnovaRow:
     all of its factors: A in A:B and in A^2). All columns of one term (the dummies of a
     categorical factor) are tested together, with as many degrees of freedom as columns. F and
     p test the term against the residual mean square. `percent` is the share of the total
-    corrected sum of squares. The rows "Residual" (`kind` "residual") and "Total" (`kind`
-    "total", corrected for the mean) close the table; they have no F or p.
+    corrected sum of squares.
+
+    Type II sums of squares are partial: on a non-orthogonal design (runs added where a model
+    pointed, a design cut short) they need not add up to the model's sum of squares. The row
+    "Shared" (`kind` "shared") then holds the difference, the part of the model's sum of
+    squares no single term accounts for on its own because the terms are correlated in these
+    runs (negative when the partial sums of squares add up to more), so the percents of the
+    terms, "Shared" and "Residual" add up to 100. An orthogonal design has no such row. The
+    rows "Residual" (`kind` "residual") and "Total" (`kind` "total", corrected for the mean)
+    close the table; "Shared", "Residual" and "Total" have no F or p.
     """
 
     source: str
@@ -129,6 +140,14 @@ def anova(
             AnovaRow(
                 source=label, kind="term", df=df, sum_sq=ss, mean_sq=ms, f=f, p_value=p,
                 percent=_ratio(100.0 * ss, ss_total),
+            )
+        )  # fmt: skip
+    shared = ss_total - ss_resid - sum(row.sum_sq for row in rows)
+    if rows and abs(shared) > _SHARED_TOLERANCE * ss_total:
+        rows.append(
+            AnovaRow(
+                source="Shared", kind="shared", df=0, sum_sq=shared, mean_sq=None, f=None,
+                p_value=None, percent=_ratio(100.0 * shared, ss_total),
             )
         )  # fmt: skip
     rows.append(

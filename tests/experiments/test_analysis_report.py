@@ -155,3 +155,36 @@ def test_natural_coefficients_carry_their_uncertainty():
     for name in ("conc", "catalyst"):
         assert natural[name].t == pytest.approx(coded[name].t)
         assert natural[name].ci_low < natural[name].coefficient < natural[name].ci_high
+
+
+def test_a_factors_share_is_the_sum_of_squares_of_its_joint_test_on_an_unbalanced_design():
+    # Issue 54, item 7: on runs that are not orthogonal (a 3^2 grid with three runs added near
+    # the top), summing each term's type II sum of squares double-counts what the terms share.
+    # A factor's share is what the model loses without every term containing it, the numerator
+    # of the F-test its p-value comes from; checked against statsmodels' formula fits.
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    factors = FactorSpace.from_dicts(
+        [{"name": n, "kind": "continuous", "low": -1, "high": 1} for n in ("a", "b")]
+    )
+    grid = [(a, b) for a in (-1.0, 0.0, 1.0) for b in (-1.0, 0.0, 1.0)]
+    points = [*grid, (0.5, 0.5), (0.75, 0.25), (0.5, 0.75)]
+    wobble = [0.3, -0.2, 0.1, -0.4, 0.2, 0.0, 0.5, -0.3, 0.1, -0.1, 0.2, -0.2]
+    values = [
+        10 + 3 * a + 2 * b + 4 * a * b - 2 * a**2 + e
+        for (a, b), e in zip(points, wobble, strict=True)
+    ]
+    configs = [{"a": a, "b": b} for a, b in points]
+    analysis = fit(factors, configs, values, model="quadratic")
+    frame = pd.DataFrame(configs).assign(y=values)
+    full = smf.ols("y ~ a + b + a:b + I(a**2) + I(b**2)", data=frame).fit()
+    without_a = smf.ols("y ~ b + I(b**2)", data=frame).fit()
+    share = 100 * (without_a.ssr - full.ssr) / full.centered_tss
+    a = next(e for e in analysis.ranked_factors if e.factor == "a")
+    assert a.share_of_ss == pytest.approx(share)
+    test = full.compare_f_test(without_a)
+    assert a.p_value == pytest.approx(test[1])
+    by_term = {row.source: row.percent for row in analysis.anova}
+    summed = sum(by_term[t] for t in ("a", "a:b", "a^2"))
+    assert abs(summed - share) > 0.5  # what summing the terms' shares would have said

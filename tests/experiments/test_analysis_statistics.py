@@ -261,7 +261,7 @@ def test_type_ii_anova_matches_statsmodels_with_a_categorical_factor():
     x = terms.matrix(main_columns(space, configs))
     results = sm.OLS(y, x).fit()
     table = by_source(anova(results, x, terms.names, terms.factors))
-    assert [s for s in table] == ["a", "engine", "a:engine", "Residual", "Total"]
+    assert [s for s in table] == ["a", "engine", "a:engine", "Shared", "Residual", "Total"]
     assert (table["engine"].df, table["a:engine"].df) == (2, 2)
 
     frame = pd.DataFrame(configs).assign(y=y)
@@ -271,6 +271,16 @@ def test_type_ii_anova_matches_statsmodels_with_a_categorical_factor():
         assert table[ours].f == pytest.approx(reference.loc[theirs, "F"]), ours
         assert table[ours].p_value == pytest.approx(reference.loc[theirs, "PR(>F)"]), ours
     assert table["Residual"].sum_sq == pytest.approx(reference.loc["Residual", "sum_sq"])
+    # Unbalanced runs: the partial sums of squares miss part of the model's (issue 54, item 7).
+    # "Shared" is that part, the model's sum of squares (statsmodels' ess) less statsmodels'
+    # type II sums of squares, and it closes the percents to 100.
+    fitted = smf.ols("y ~ a * C(engine)", data=frame).fit()
+    shared = fitted.ess - reference["sum_sq"].drop("Residual").sum()
+    assert abs(shared) > 1e-3 * fitted.centered_tss
+    assert table["Shared"].sum_sq == pytest.approx(shared)
+    assert table["Shared"].f is None and table["Shared"].p_value is None
+    rows = ["a", "engine", "a:engine", "Shared", "Residual"]
+    assert sum(table[r].percent for r in rows) == pytest.approx(100.0)
 
 
 def test_a_main_effect_is_not_adjusted_for_its_own_square():

@@ -220,3 +220,53 @@ def test_every_number_in_the_optimum_sentence_is_the_analysis_rounded():
     best = analysis.optimum
     for value in (best.predicted, best.pi_low, best.pi_high):
         assert any(math.isclose(float(significant(value)), n) for n in stated), (value, optimum)
+
+
+# --- one number for an effect; a factor no run varied (issue 54, item 7) ----------------------
+
+
+def test_the_sentence_states_the_change_at_the_optimum_not_the_effect_at_the_centre():
+    # Montgomery DAE Example 6.2 (filtration rate, 2^4): C's textbook effect is +9.875 (others
+    # at the centre), but with A high, where the optimum is, the AC interaction (-18.125) turns
+    # it: raising C there lowers the rate. The sentence states that change and says where.
+    from tests.experiments.test_analysis import CODED_2_4, FILTRATION
+    from tests.experiments.test_analysis_report import yates
+
+    analysis = fit(CODED_2_4, yates("ABCD"), FILTRATION, model="interaction", response="rate")
+    c = next(e for e in analysis.ranked_factors if e.factor == "C")
+    assert c.effect == pytest.approx(9.875)
+    assert c.change_at_optimum < 0
+    sentence = next(s for s in analysis.explanation.sentences if s.startswith("Next comes C"))
+    assert (
+        f"going from -1 to 1 lowers rate by about {significant(abs(c.change_at_optimum))},"
+        " with the other factors at the predicted optimum" in sentence
+    )
+
+
+UNVARIED = FactorSpace.from_dicts(
+    [
+        {"name": "nodes", "kind": "integer", "low": 1, "high": 9},
+        {"name": "clients", "kind": "integer", "low": 1, "high": 9},
+        {"name": "threads", "kind": "integer", "low": 4, "high": 64, "scale": "log2"},
+    ]
+)
+# The first whole plot of a face-centred central composite design: every run at 1 node.
+ONE_NODE_COUNT = [
+    {"nodes": 1, "clients": c, "threads": t} for c, t in ((1, 4), (9, 4), (9, 64), (1, 64), (5, 16))
+]
+ONE_NODE_TPS = [381.0, 783.0, 24.0, 676.0, 588.0]
+
+
+def test_a_factor_no_run_varied_is_untested_not_free_to_take_any_setting():
+    analysis = fit(UNVARIED, ONE_NODE_COUNT, ONE_NODE_TPS, response="tps")
+    nodes = next(e for e in analysis.ranked_factors if e.factor == "nodes")
+    assert nodes.settings_run == 1 and not nodes.in_model
+    sentences = analysis.explanation.sentences
+    assert sentences[0] == (
+        "Every run so far had nodes = 1: the runs cannot tell how that factor matters, so the"
+        " optimum below holds there only. Run other settings of nodes before choosing one."
+    )
+    optimum = next(s for s in sentences if s.startswith(("Best", "The model's best")))
+    assert "nodes = 1 (the only setting run)" in optimum and "any setting" not in optimum
+    assert not analysis.explanation.confident
+    assert not any("No clear effect" in s and "nodes" in s for s in sentences)

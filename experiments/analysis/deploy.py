@@ -1,0 +1,341 @@
+"""One answer to "what do I deploy": a measured configuration, why, the evidence for it, and the
+other configurations a DBA may see named, each labelled as what it is.
+
+The answer is the strategy's recommendation (`experiments.suggest.recommendation`: of the
+configurations run, the one a Gaussian process of every run puts best after counting its own
+uncertainty), the rule the closed loop deploys by. A prediction where nothing was run is never
+the answer: the regression model's predicted optimum is listed beside it as "not yet measured",
+and the best single run as one measurement, its noise included. The evidence is what was
+measured at the answer (runs, mean, standard error of the mean) and what the fitted regression
+model predicts there (95 % confidence and prediction intervals).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from experiments.analysis.model import FittedModel
+from experiments.errors import DomainError
+from experiments.factors import Config, FactorSpace, Value
+from experiments.numbers import describe_config, finite_or_none, format_value, significant
+
+if TYPE_CHECKING:
+    from experiments.analysis.results import Analysis
+
+# Measured means and predictions to four significant digits (1052, not 1050): runs a few
+# percent apart must read apart.
+_DIGITS = 4
+
+__all__ = ["Candidate", "DeployAnswer", "Measurements", "ModelView", "deploy_answer"]
+
+
+class _Recommendation(Protocol):
+    config: Mapping[str, Any]
+    predicted: float
+    uncertainty: float | None
+    predicted_by: str | None
+    reason: str
+
+
+class _Limit(Protocol):
+    response: str
+    min: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """The runs that measured one configuration: how many, which (their labels, e.g. "run 7"),
+    their mean and the standard error of that mean (sample standard deviation over the square
+    root of the count; None from one run)."""
+
+    runs: int
+    labels: list[str]
+    mean: float
+    std_error: float | None
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """What the fitted regression model (`model`, its label) predicts for `response` at a
+    configuration: the mean with its 95 % confidence interval and the 95 % prediction interval
+    of one new run (None where the fit leaves no residual degrees of freedom)."""
+
+    response: str
+    model: str
+    predicted: float
+    ci_low: float | None
+    ci_high: float | None
+    pi_low: float | None
+    pi_high: float | None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Another configuration a report names, and what it is: `kind` "predicted_optimum" (the
+    regression model's best prediction), "best_run" (the best single measurement) or
+    "best_mean" (the best mean of a configuration measured more than once); `label` says it in
+    words ("the model's predicted optimum, not yet measured")."""
+
+    kind: str
+    label: str
+    config: Config
+    measured: Measurements | None
+    model: ModelView | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class DeployAnswer:
+    """What to deploy: a configuration that was run, `source` the rule that chose it
+    ("recommendation": the strategy's), `reason` why in words, `judged_by` the model that judged
+    it (e.g. "gaussian process") with its mean and standard deviation there. The evidence:
+    `measured` (None when no run at its full length measured it yet, which a run of the
+    fidelity's full length settles next) and `model`, the regression model's prediction there
+    (None without a fitted model). `measure` names what was measured ("tps", or "overall
+    desirability"); `runs_used` counts the runs the answer rests on. `summary` is the answer
+    and its evidence in one sentence, as every client shows it first. `caveats` say where the
+    answer does not reach (a factor every run held at one setting); `alternatives` are the
+    other configurations a report names, each labelled and summarized."""
+
+    config: Config
+    source: str
+    summary: str
+    reason: str
+    measure: str
+    runs_used: int
+    judged_by: str | None
+    judged_mean: float | None
+    judged_sd: float | None
+    measured: Measurements | None
+    model: ModelView | None
+    caveats: list[str]
+    alternatives: list[Candidate]
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain, JSON-serializable dict."""
+        return asdict(self)
+
+
+def deploy_answer(
+    space: FactorSpace,
+    configs: Sequence[Mapping[str, object]],
+    values: Sequence[float],
+    *,
+    goal: str,
+    recommendation: _Recommendation,
+    measure: str,
+    response: str | None = None,
+    labels: Sequence[str] | None = None,
+    analysis: Analysis | None = None,
+    model: FittedModel | None = None,
+    limits: Sequence[_Limit] = (),
+    responses: Mapping[str, Sequence[float]] | None = None,
+) -> DeployAnswer:
+    """The one answer to deploy, from the measured runs (`configs` and the `values` of
+    `measure`, each run named by `labels`, default "run i"), the strategy's `recommendation`,
+    and, when given, the fitted `analysis` of `response` (its predicted optimum) and the
+    regression `model` it was fitted as (the predictions with intervals). `limits` and the
+    `responses` they limit, one value per run, flag a best run that breaks one."""
+    if not configs:
+        raise DomainError("configs", "needs at least one measured run")
+    if len(values) != len(configs):
+        raise DomainError("values", f"needs one value per run: {len(configs)} runs, {len(values)}")
+    observed = [space.check_config(c, in_region=False) for c in configs]
+    names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(values))]
+    if len(names) != len(values):
+        raise DomainError("labels", f"needs one label per run: {len(values)} runs, {len(names)}")
+    sign = 1.0 if goal == "maximize" else -1.0
+    groups = _grouped(space, observed, values, names)
+    config = space.check_config(recommendation.config, in_region=False)
+    measured = groups.get(space.key(config))
+
+    def view(at: Config) -> ModelView | None:
+        if model is None or analysis is None:
+            return None
+        return _view(model, analysis.model_label, response or measure, at)
+
+    def candidate(
+        kind: str, label: str, at: Config, found: Measurements | None, seen: ModelView | None
+    ) -> Candidate:
+        summary = _summary(describe_config(at, space.units), measure, found, seen, unmeasured="")
+        return Candidate(kind, label, at, found, seen, summary)
+
+    alternatives: list[Candidate] = []
+    agreements: list[str] = []
+    if analysis is not None:
+        optimum = space.check_config(analysis.optimum.config, in_region=False)
+        if space.key(optimum) == space.key(config):
+            agreements.append("It is also the regression model's predicted optimum.")
+        else:
+            found = groups.get(space.key(optimum))
+            label = (
+                "the model's predicted optimum, not yet measured"
+                if found is None
+                else f"the model's predicted optimum, measured {_times(found.runs)}"
+            )
+            seen = _optimum_view(analysis, response or measure)
+            alternatives.append(candidate("predicted_optimum", label, optimum, found, seen))
+    best = max(range(len(values)), key=lambda i: sign * float(values[i]))
+    best_key = space.key(observed[best])
+    if best_key == space.key(config):
+        agreements.append(f"It also gave the best single run ({names[best]}).")
+    else:
+        label = "the best single run: one measurement, its noise included"
+        broken = _broken(limits, responses, best)
+        if broken:
+            label += f"; it breaks {broken}"
+        single = Measurements(1, [names[best]], float(values[best]), None)
+        alternatives.append(
+            candidate("best_run", label, observed[best], single, view(observed[best]))
+        )
+    replicated = [m for m in groups.items() if m[1].runs >= 2]
+    if replicated:
+        key, top = max(replicated, key=lambda item: sign * item[1].mean)
+        if key not in (space.key(config), best_key):
+            where = dict(zip(space.names, key, strict=True))
+            label = f"the best mean of a configuration measured more than once ({top.runs} runs)"
+            alternatives.append(candidate("best_mean", label, where, top, view(where)))
+    seen = view(config)
+    return DeployAnswer(
+        config=config,
+        source="recommendation",
+        summary=_summary(f"Deploy {describe_config(config, space.units)}", measure, measured, seen),
+        reason=" ".join([recommendation.reason, *agreements]),
+        measure=measure,
+        runs_used=len(values),
+        judged_by=recommendation.predicted_by,
+        judged_mean=finite_or_none(recommendation.predicted),
+        judged_sd=finite_or_none(recommendation.uncertainty),
+        measured=measured,
+        model=seen,
+        caveats=_caveats(space, observed),
+        alternatives=alternatives,
+    )
+
+
+def _summary(
+    lead: str,
+    measure: str,
+    found: Measurements | None,
+    seen: ModelView | None,
+    *,
+    unmeasured: str = "not yet measured",
+) -> str:
+    """A configuration and its evidence in one sentence, e.g. "Deploy nodes=4, clients=8:
+    measured 3 times (run 4, run 9, run 12), tps 1052 ± 4.1 (standard error of the mean); the
+    model predicts tps 1041 (95 % CI 1010 to 1072, PI 950 to 1132)". `unmeasured` is said of
+    a configuration no run measured (empty: its label says it already)."""
+    parts = [lead]
+    if found is None:
+        parts += [unmeasured] if unmeasured else []
+    else:
+        which, mean = ", ".join(found.labels), significant(found.mean, _DIGITS)
+        if found.std_error is None:
+            parts.append(f"{measure} {mean} in {which} (one measurement)")
+        else:
+            spread = significant(found.std_error)
+            parts.append(
+                f"measured {_times(found.runs)} ({which}), {measure} {mean} ± {spread}"
+                " (standard error of the mean)"
+            )
+    if seen is not None:
+        parts.append(f"the model predicts {seen.response} {_view_text(seen)}")
+    return f"{lead}: {'; '.join(parts[1:])}." if parts[1:] else f"{lead}."
+
+
+def _view_text(view: ModelView) -> str:
+    def number(value: float) -> str:
+        return significant(value, _DIGITS)
+
+    text = number(view.predicted)
+    if view.ci_low is not None and view.ci_high is not None:
+        text += f" (95 % CI {number(view.ci_low)} to {number(view.ci_high)}"
+        if view.pi_low is not None and view.pi_high is not None:
+            text += f", PI {number(view.pi_low)} to {number(view.pi_high)}"
+        text += ")"
+    return text
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def _grouped(
+    space: FactorSpace, observed: Sequence[Config], values: Sequence[float], names: Sequence[str]
+) -> dict[tuple[Value, ...], Measurements]:
+    """The runs of each configuration measured, by `space.key`."""
+    runs: dict[tuple[Value, ...], list[int]] = {}
+    for i, config in enumerate(observed):
+        runs.setdefault(space.key(config), []).append(i)
+    found = {}
+    for key, indices in runs.items():
+        y = np.array([float(values[i]) for i in indices])
+        error = float(np.std(y, ddof=1) / math.sqrt(len(y))) if len(y) >= 2 else None
+        found[key] = Measurements(len(y), [names[i] for i in indices], float(y.mean()), error)
+    return found
+
+
+def _view(model: FittedModel, label: str, response: str, config: Config) -> ModelView:
+    """The regression model's prediction at `config`."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        found = model.predict([config])
+    return ModelView(
+        response=response,
+        model=label,
+        predicted=float(found.mean[0]),
+        ci_low=finite_or_none(found.ci_low[0]),
+        ci_high=finite_or_none(found.ci_high[0]),
+        pi_low=finite_or_none(found.pi_low[0]),
+        pi_high=finite_or_none(found.pi_high[0]),
+    )
+
+
+def _optimum_view(analysis: Analysis, response: str) -> ModelView:
+    best = analysis.optimum
+    return ModelView(
+        response=response,
+        model=analysis.model_label,
+        predicted=best.predicted,
+        ci_low=best.ci_low,
+        ci_high=best.ci_high,
+        pi_low=best.pi_low,
+        pi_high=best.pi_high,
+    )
+
+
+def _broken(
+    limits: Sequence[_Limit], responses: Mapping[str, Sequence[float]] | None, run: int
+) -> str:
+    """The limits run `run` broke as measured, e.g. "latency_p95_ms <= 50 (measured 61.2)"."""
+    broken = []
+    for limit in limits:
+        value = float((responses or {})[limit.response][run])
+        for bound, text, fails in (
+            (limit.max, "<=", lambda v, b: v > b),
+            (limit.min, ">=", lambda v, b: v < b),
+        ):
+            if bound is not None and fails(value, bound):
+                broken.append(
+                    f"{limit.response} {text} {format_value(bound)} (measured {significant(value)})"
+                )
+    return ", ".join(broken)
+
+
+def _caveats(space: FactorSpace, observed: Sequence[Config]) -> list[str]:
+    """Where the answer does not reach: each factor every run held at one setting."""
+    caveats = []
+    for factor in space.factors:
+        settings = {c[factor.name] for c in observed}
+        if len(settings) == 1 and not (factor.levels is not None and len(factor.levels) == 1):
+            (value,) = settings
+            caveats.append(
+                f"Every run had {factor.name} = {format_value(value)}: this answer holds there"
+                f" only; no other setting of {factor.name} was tried."
+            )
+    return caveats
