@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model,
 
 from app.services.optimization_loop import MAX_BUDGET_SECONDS
 from experiments.analysis import Analysis, Optimum
+from experiments.analysis.deploy import DeployAnswer
 
 ModelOrder = Annotated[
     str,
@@ -614,6 +615,10 @@ class OptimizationOut(BaseModel):
     stop_reason: str | None
     error: str | None
     recommendation: RecommendationOut | None
+    deploy: DeployAnswer | None = Field(
+        description="the one configuration to deploy after the loop's latest round, with its"
+        " evidence and the other candidates labelled (the analysis gives the same answer)"
+    )
     started_at: datetime
     updated_at: datetime
     finished_at: datetime | None

@@ -180,6 +180,9 @@ class Optimization(Base):
     error: Mapped[str | None] = mapped_column(LongText, nullable=True)
     # What to deploy after the latest round (experiments.suggest.Recommendation as a dict).
     recommendation: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The one answer to deploy after the latest round, with its evidence
+    # (experiments.analysis.deploy.DeployAnswer as a dict).
+    deploy: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

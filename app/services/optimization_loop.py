@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import models, rows
 from app.db.models import utcnow
 from app.queue import TaskQueue
-from app.services import access, progress, suggestions, trial_runs
+from app.services import access, analysis_inputs, progress, suggestions, trial_runs
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
 from app.statuses import (
     FINAL_TRIAL_STATUSES,
@@ -33,11 +33,13 @@ from app.statuses import (
     TrialStatus,
 )
 from app.target_specs import TargetSpec
+from experiments.analysis.deploy import DeployAnswer
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.numbers import finite_or_none
 from experiments.suggest import DONE, Plan, Recommendation, next_batch
+from experiments.terms import DEFAULT_MODEL
 
 LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")
 MAX_BUDGET = 500
@@ -178,7 +180,7 @@ async def advance(
     seen = loop.rounds
     used = sum(t.optimization_id == loop.id for t in trials)
     # Planning fits a model (seconds on a large experiment): off the API's event loop.
-    plan = await asyncio.to_thread(_next, experiment, trials, loop, used)
+    plan, deploy = await asyncio.to_thread(_next, experiment, trials, loop, used)
     if not await rows.claim_round(session, loop.id, seen=seen):
         await session.rollback()
         return []  # another delivery of this step planned the round
@@ -187,6 +189,8 @@ async def advance(
         loop.expected_improvement = finite_or_none(plan.expected_improvement)
     if plan.recommendation is not None:
         loop.recommendation = _stored(plan.recommendation)
+    if deploy is not None:
+        loop.deploy = deploy.as_dict()
     if plan.stop_reason is not None:
         await _finish(session, loop, OptimizationStatus.STOPPED, plan.stop_reason)
         return []
@@ -274,11 +278,13 @@ def _next(
     trials: list[models.Trial],
     loop: models.Optimization,
     used: int,
-) -> Plan:
+) -> tuple[Plan, DeployAnswer | None]:
+    """The round's plan, and the answer to deploy built on its recommendation (the one the
+    analysis gives while no run has been measured since)."""
     runs, objective = suggestions.runs_of(experiment, trials)
     space = experiment.factor_space
     try:
-        return next_batch(
+        plan = next_batch(
             loop.strategy,
             space,
             runs,
@@ -294,7 +300,10 @@ def _next(
         )
     except DomainError as error:
         reason = f"the {loop.strategy} strategy cannot go on: {error.rule}"
-        return Plan(loop.strategy, DONE, reason, [], stop_reason=reason)
+        return Plan(loop.strategy, DONE, reason, [], stop_reason=reason), None
+    if plan.recommendation is None:
+        return plan, None
+    return plan, analysis_inputs.deploy_of(experiment, trials, DEFAULT_MODEL, plan.recommendation)
 
 
 def _time_left(loop: models.Optimization, trials: list[models.Trial]) -> float | None:

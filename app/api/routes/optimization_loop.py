@@ -39,6 +39,7 @@ def optimization_out(progress: LoopProgress) -> OptimizationOut:
         stop_reason=loop.stop_reason,
         error=loop.error,
         recommendation=loop.recommendation,
+        deploy=loop.deploy,
         started_at=loop.started_at,
         updated_at=loop.updated_at,
         finished_at=loop.finished_at,
