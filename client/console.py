@@ -25,6 +25,13 @@ FINAL_EXPERIMENT_STATUSES = frozenset({"completed", "cancelled"})
 TRIAL_STATUSES = ("pending", "queued", "running", "succeeded", "failed", "cancelled")
 # Factor names up to this long stay whole in a narrow table; longer ones become initials.
 SHORT_NAME = 6
+RANKED_LEGEND = (
+    "effect at centre: the change from low to high with the other factors at the centre of"
+    " their ranges (twice the coded coefficient of a numeric factor); change at optimum: the"
+    " same with the others at the predicted optimum, the number the explanation states; share"
+    " of SS: what the model loses without every term of the factor (an interaction counts for"
+    " each of its factors, so the shares overlap and need not add up to 100)"
+)
 
 
 class SpecFileError(ValueError):
@@ -226,8 +233,10 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
         ("stop reason", loop.get("stop_reason")),
         ("error", loop.get("error")),
     ]
-    found = loop.get("recommendation")
-    if found is not None:
+    answer, found = loop.get("deploy"), loop.get("recommendation")
+    if answer is not None:
+        rows.insert(5, ("deploy", answer["summary"]))
+    elif found is not None:  # a loop from before the deploy answer was kept
         rows.insert(5, ("recommended", _recommended(found)))
     for name, value in rows:
         if value is not None:
@@ -339,13 +348,16 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
 def print_analysis(
     console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
 ) -> None:
-    """The whole model: fit statistics, coefficients, ranked factors, the optimum with its
+    """The whole model, after what the runs cover and the one answer to deploy: fit
+    statistics, coefficients, ranked factors, the model's predicted optimum with its
     intervals, the stationary point, and the explanation."""
     console.print(
         f"[bold]{escape(analysis['response'])}[/] ~ {escape(analysis['model_label'])}; from "
         f"{analysis['trials_used']} trials ({analysis['trials_failed']} failed, left out); "
         f"{escape(str(analysis.get('method') or 'ordinary least squares'))}"
     )
+    warnings = _print_coverage(console, analysis)
+    print_deploy(console, analysis.get("deploy"))
     _print_fit(console, analysis)
     _print_coefficients(console, analysis)
     selection = analysis.get("selection")
@@ -359,21 +371,18 @@ def print_analysis(
         console.print(escape(stationary_sentence(canonical)))
     explanation = analysis.get("explanation") or {}
     for sentence in explanation.get("sentences") or []:
-        console.print(escape(sentence))
+        if sentence not in warnings:  # printed first
+            console.print(escape(sentence))
 
 
 def print_results(
     console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
 ) -> None:
-    """The short report at the end of a run: the optimum, the best observed, the ranked factors
-    and how well the model fits."""
-    _print_optimum(console, experiment, analysis)
-    best = experiment["best"]
-    if best is not None:
-        console.print(
-            f"best observed: trial {best['trial_id']}, {escape(analysis['response'])} "
-            f"{best['value']:.1f} at {escape(_settings(best['config'], sep=', '))}"
-        )
+    """The short report at the end of a run: what the runs cover, the one answer to deploy with
+    the other candidates labelled (the model's predicted optimum, the best single run), the
+    ranked factors and how well the model fits."""
+    _print_coverage(console, analysis)
+    print_deploy(console, analysis.get("deploy"))
     _print_ranked(console, analysis)
     console.print(
         f"R² {_num(analysis['r_squared'], '.3f')}  "
@@ -416,6 +425,46 @@ def print_plan(console: Console, experiment: Mapping[str, Any], plan: Mapping[st
             "as above" if reason == plan["explanation"] else escape(reason),
         )
     console.print(table)
+
+
+def print_deploy(console: Console, answer: Mapping[str, Any] | None) -> None:
+    """The one answer to deploy, with its evidence and why, then the other configurations
+    named, each as what it is (the model's predicted optimum, the best single run)."""
+    if answer is None:
+        console.print("deploy: nothing yet (no run has measured the objective)")
+        return
+    console.print(f"[bold]{escape(answer['summary'])}[/]")
+    console.print(f"why: {escape(answer['reason'])}")
+    for caveat in answer.get("caveats") or []:
+        console.print(f"[bold]note:[/] {escape(caveat)}")
+    alternatives = answer.get("alternatives") or []
+    if alternatives:
+        console.print("not the answer, for comparison:")
+        for other in alternatives:
+            console.print(f"  {escape(other['label'])}: {escape(other['summary'])}")
+
+
+def _print_coverage(console: Console, analysis: Mapping[str, Any]) -> list[str]:
+    """What the runs do not cover yet (a design cut short, terms not yet estimable), first;
+    returns the sentences printed."""
+    sentences = list((analysis.get("coverage") or {}).get("sentences") or [])
+    for sentence in sentences:
+        console.print(f"[bold]warning:[/] {escape(sentence)}")
+    return sentences
+
+
+def optimum_label(analysis: Mapping[str, Any]) -> str:
+    """What the predicted optimum is beside the answer to deploy."""
+    answer = analysis.get("deploy")
+    if answer is None:
+        return "a prediction of the model"
+    if answer["config"] == analysis["optimum"]["config"]:
+        return "it is also the configuration to deploy"
+    # The deploy answer's own fit is of the objective: an analysis of another response has
+    # another optimum, which the answer does not list.
+    labels = [a["label"] for a in answer["alternatives"] if a["kind"] == "predicted_optimum"]
+    what = labels[0] if labels else "a prediction of the model"
+    return f"{what}: not the configuration to deploy"
 
 
 def _print_fit(console: Console, analysis: Mapping[str, Any]) -> None:
@@ -470,18 +519,25 @@ def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
         title=f"Factors ranked by effect on {escape(response)} ({analysis['model']} model)"
     )
     table.add_column("factor")
-    table.add_column("effect low->high", justify="right")
+    table.add_column("effect at centre", justify="right")
+    table.add_column("change at optimum", justify="right")
     table.add_column("share of SS %", justify="right")
     table.add_column("p", justify="right")
     for item in analysis["ranked_factors"]:
-        dropped = not item["in_model"]
-        table.add_row(
-            escape(item["factor"]),
-            "not in the model" if dropped else f"{item['effect']:+.1f}",
-            _num(item.get("share_of_ss")),
-            "" if dropped else _p(item.get("p_value")),
-        )
+        if item["settings_run"] < 2:
+            table.add_row(escape(item["factor"]), "never varied", "", "", "")
+        elif not item["in_model"]:
+            table.add_row(escape(item["factor"]), "not in the model", "", "", "")
+        else:
+            table.add_row(
+                escape(item["factor"]),
+                f"{item['effect']:+.1f}",
+                f"{item['change_at_optimum']:+.1f}",
+                _num(item.get("share_of_ss")),
+                _p(item.get("p_value")),
+            )
     console.print(table)
+    console.print(escape(RANKED_LEGEND), style="dim")
 
 
 def _left_out(analysis: Mapping[str, Any]) -> set[str]:
@@ -496,14 +552,25 @@ def _print_optimum(
     response = analysis["response"]
     optimum = analysis["optimum"]
     units = {f["name"]: f.get("unit") or "" for f in experiment["factors"]}
-    table = Table(title=f"Predicted optimum ({experiment['objective']['goal']} {escape(response)})")
+    table = Table(
+        title=f"The model's predicted optimum ({experiment['objective']['goal']}"
+        f" {escape(response)})",
+        caption=escape(optimum_label(analysis)),
+    )
     table.add_column("factor")
     table.add_column("value", justify="right")
     table.add_column("unit")
     left_out = _left_out(analysis)
+    fixed = {item["factor"] for item in analysis["ranked_factors"] if item["settings_run"] < 2}
     for name, value in optimum["config"].items():
-        shown = format_value(value) + (" (not in the model: any)" if name in left_out else "")
-        table.add_row(escape(name), escape(shown), escape(units.get(name, "")))
+        note = (
+            " (the only setting run)"
+            if name in fixed
+            else " (not in the model: any)"
+            if name in left_out
+            else ""
+        )
+        table.add_row(escape(name), escape(format_value(value) + note), escape(units.get(name, "")))
     console.print(table)
     console.print(
         f"predicted {escape(response)} {optimum['predicted']:.1f}  "

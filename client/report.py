@@ -1,6 +1,8 @@
-"""An experiment's report for a ticket or a wiki: its design, run table, model, ANOVA, optimum
-and explanation, with the review plots, as Markdown (plots written beside it) or as one
-self-contained HTML file (plots inline). Everything comes from the REST API."""
+"""An experiment's report for a ticket or a wiki: what to deploy first (the one answer, with its
+evidence, and the other candidates labelled), the best measured run, its design, run table,
+model, ANOVA, ranked factors, the model's predicted optimum and the explanation, with the
+review plots, as Markdown (plots written beside it) or as one self-contained HTML file (plots
+inline). Everything comes from the REST API; runs are named by their run numbers throughout."""
 
 from __future__ import annotations
 
@@ -10,11 +12,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from client.console import RANKED_LEGEND, optimum_label
 from client.http import ApiError, Client
 from experiments.numbers import format_value, measured
 
 # The review plots a report shows, in order; a plot the data cannot support is left out.
 PLOTS = ("contour", "main_effects", "pareto", "residuals", "progress")
+ANOVA_NOTE = (
+    "Type II (partial) sums of squares, each term against the residual; % of the total sum of"
+    " squares. On a design that is not orthogonal the partial sums of squares need not add up"
+    " to the model's: the row Shared holds the part no single term accounts for on its own (the"
+    " terms are correlated in these runs), so the terms, Shared and Residual add up to 100 %."
+)
 
 
 @dataclass
@@ -69,26 +78,38 @@ def _sections(
         f"Design: {design.get('kind', 'none (imported observations)')}; {len(trials)} trials.",
         *(str(note) for note in experiment.get("design_notes") or []),
     ]
+    split = any(t.get("whole_plot") is not None for t in trials)
     runs = [
         [
             str(t["run_order"]),
+            *([format_value(t.get("whole_plot"))] if split else []),
             t["status"],
             *(format_value(t["config"].get(name)) for name in factors),
             _response(t, response),
         ]
         for t in trials
     ]
-    sections: list[Section] = [
-        ("Experiment", overview, None, None),
-        ("Run table", [], ["run", "status", *factors, response], runs),  # type: ignore[list-item]
-    ]
+    header = ["run", *(["whole plot"] if split else []), "status", *factors, response]
+    run_table: Section = ("Run table", [], header, runs)
+    sections: list[Section] = [("Experiment", overview, None, None)]
     if analysis is None:
-        sections.append(("Analysis", [f"No analysis yet: {refusal}"], None, None))
+        sections += [
+            _best_run(experiment, trials),
+            run_table,
+            ("Analysis", [f"No analysis yet: {refusal}"], None, None),
+        ]
         return sections
     sections += [
+        _deploy(analysis),
+        _best_run(experiment, trials),
+        run_table,
         (
             "Model",
-            [f"{response} ~ {analysis['model_label']}", _fit_line(analysis)],
+            [
+                f"{response} ~ {analysis['model_label']}",
+                _fit_line(analysis),
+                _method(analysis, trials),
+            ],
             ["term", "coefficient", "std error", "p"],
             [
                 [t["name"], format_value(t["coefficient"]), _opt(t["std_error"]), _p(t["p_value"])]
@@ -97,8 +118,8 @@ def _sections(
         ),
         (
             "ANOVA (type II)",
-            [],
-            ["source", "df", "sum of squares", "F", "p"],
+            [ANOVA_NOTE],
+            ["source", "df", "sum of squares", "F", "p", "% of total"],
             [
                 [
                     r["source"],
@@ -106,11 +127,18 @@ def _sections(
                     format_value(r["sum_sq"]),
                     _opt(r["f"]),
                     _p(r["p_value"]),
+                    _opt(r["percent"], ".1f"),
                 ]
                 for r in analysis["anova"]
             ],
         ),
-        ("Optimum", [_optimum(analysis, response)], None, None),
+        (
+            "Factors ranked by effect",
+            [RANKED_LEGEND],
+            ["factor", "effect at centre", "change at optimum", "share of SS %", "p"],
+            [_ranked_row(item) for item in analysis["ranked_factors"]],
+        ),
+        ("The model's predicted optimum", [_optimum(analysis, response)], None, None),
         ("Explanation", list(analysis["explanation"]["sentences"]), None, None),
     ]
     return sections
@@ -175,8 +203,91 @@ def _fit_line(analysis: Mapping[str, Any]) -> str:
         f"{analysis['n_observations']} runs; R² {_opt(fit['r_squared'], '.4f')}, adjusted"
         f" {_opt(fit['adj_r_squared'], '.4f')}, predicted"
         f" {_opt(fit['predicted_r_squared'], '.4f')}; RMSE {_opt(fit['rmse'])};"
-        f" {analysis['method']}."
+        f" residual df {fit['residual_df']}."
     )
+
+
+def _method(analysis: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> str:
+    """How the model was fitted, read off what the analysis did: ordinary least squares, and
+    the split-plot mixed model only when it was fitted (with the reason when it fell back).
+    Runs of one whole plot only get no split-plot fit: the report says so, not that the runs
+    came in none."""
+    split = analysis.get("split_plot")
+    plots = {
+        t["whole_plot"]
+        for t in trials
+        if t["status"] == "succeeded" and t.get("whole_plot") is not None
+    }
+    if split is None and len(plots) == 1:
+        return (
+            f"Fitted by ordinary least squares only: every run so far lies in whole plot"
+            f" {format_value(next(iter(plots)))}, so the whole-plot error cannot be estimated yet"
+            " and the hard-to-change factors are not tested against it."
+        )
+    if split is None:
+        return f"Fitted by {analysis['method']}."
+    if split["method"] == "REML":
+        return (
+            f"Fitted by ordinary least squares, and as a split-plot mixed model (REML) over"
+            f" {split['n_whole_plots']} whole plots: the hard-to-change factors' terms"
+            f" ({', '.join(split['whole_plot_terms']) or 'none'}) are tested against the"
+            " whole-plot error."
+        )
+    notes = "; ".join(split["notes"]) or "the mixed model could not be estimated"
+    return f"Fitted by ordinary least squares only, not as a split-plot model: {notes}."
+
+
+def _deploy(analysis: Mapping[str, Any]) -> Section:
+    """The one answer to deploy first: what the runs cover, the answer with its evidence and
+    reason, then the other candidates, each labelled as what it is."""
+    warnings = list((analysis.get("coverage") or {}).get("sentences") or [])
+    answer = analysis.get("deploy")
+    if answer is None:
+        return (
+            "What to deploy",
+            [*warnings, "Nothing yet: no run measured the objective."],
+            None,
+            None,
+        )
+    paragraphs = [*warnings, answer["summary"], answer["reason"], *answer["caveats"]]
+    rows = [[a["label"], a["summary"]] for a in answer["alternatives"]]
+    if rows:
+        paragraphs.append("Not the answer, for comparison:")
+    return ("What to deploy", paragraphs, ["candidate", "configuration and evidence"], rows)
+
+
+def _best_run(experiment: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> Section:
+    """The best single measurement of the objective, by its run number: one run, its noise
+    included."""
+    best = experiment.get("best")
+    if best is None:
+        return ("Best measured run", ["No run has measured the objective yet."], None, None)
+    run = next(t["run_order"] for t in trials if t["id"] == best["trial_id"])
+    settings = ", ".join(f"{k} = {format_value(v)}" for k, v in best["config"].items())
+    response = experiment["objective"]["response"]
+    return (
+        "Best measured run",
+        [
+            f"Run {run}: {settings}; {response} {measured(best['value'])} (one measurement, its"
+            " noise included; the answer to deploy above weighs every run)."
+        ],
+        None,
+        None,
+    )
+
+
+def _ranked_row(item: Mapping[str, Any]) -> list[str]:
+    if item["settings_run"] < 2:
+        return [item["factor"], "never varied", "", "", ""]
+    if not item["in_model"]:
+        return [item["factor"], "not in the model", "", "", ""]
+    return [
+        item["factor"],
+        f"{item['effect']:+.4g}",
+        f"{item['change_at_optimum']:+.4g}",
+        _opt(item["share_of_ss"], ".1f"),
+        _p(item["p_value"]),
+    ]
 
 
 def _optimum(analysis: Mapping[str, Any], response: str) -> str:
@@ -185,7 +296,10 @@ def _optimum(analysis: Mapping[str, Any], response: str) -> str:
     interval = ""
     if best["pi_low"] is not None and best["pi_high"] is not None:
         interval = f", 95 % prediction interval {_opt(best['pi_low'])} to {_opt(best['pi_high'])}"
-    return f"{settings}: predicted {response} {_opt(best['predicted'])}{interval}."
+    return (
+        f"{settings}: predicted {response} {_opt(best['predicted'])}{interval}"
+        f" ({optimum_label(analysis)})."
+    )
 
 
 def _opt(value: float | None, spec: str | None = None) -> str:

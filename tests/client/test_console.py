@@ -1,4 +1,4 @@
-"""The progress line and bar the CLI shows while trials run."""
+"""What the CLI shows: the progress while trials run, the answer to deploy, the tables."""
 
 from __future__ import annotations
 
@@ -86,15 +86,19 @@ def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zer
             {
                 "factor": "nodes",
                 "in_model": True,
+                "settings_run": 3,
                 "effect": -412.5,
+                "change_at_optimum": -380.0,
                 "share_of_ss": 91.0,
                 "p_value": 0.0004,
             },
             {
                 "factor": "threads_per_client",
                 "in_model": False,
+                "settings_run": 3,
                 "effect": 0.0,
-                "share_of_ss": 0.0,
+                "change_at_optimum": 0.0,
+                "share_of_ss": None,
                 "p_value": None,
             },
         ],
@@ -138,3 +142,97 @@ def test_the_optimum_names_each_factor_at_an_edge_with_its_end():
     out = StringIO()
     _print_optimum(Console(file=out, width=120), experiment, analysis)
     assert "on the edge of the region: threads_per_client (high)" in out.getvalue()
+
+
+# --- one answer to deploy, one number per effect (issue 54, item 7) ---------------------------
+
+ANSWER = {
+    "config": {"nodes": 4, "threads_per_client": 16},
+    "summary": "Deploy nodes=4, threads_per_client=16: measured 3 times (run 4, run 9, run 12),"
+    " tps 1052 ± 4.1 (standard error of the mean); the model predicts tps 1041 (95 % CI 1010 to"
+    " 1072, PI 950 to 1132).",
+    "reason": "Deploy nodes=4, threads_per_client=16: of the configurations run, the Gaussian"
+    " process is surest it is best.",
+    "caveats": [],
+    "alternatives": [
+        {
+            "kind": "predicted_optimum",
+            "label": "the model's predicted optimum, not yet measured",
+            "config": {"nodes": 5, "threads_per_client": 16},
+            "summary": "nodes=5, threads_per_client=16: the model predicts tps 1090.",
+        },
+        {
+            "kind": "best_run",
+            "label": "the best single run: one measurement, its noise included",
+            "config": {"nodes": 6, "threads_per_client": 9},
+            "summary": "nodes=6, threads_per_client=9: tps 1101 in run 7 (one measurement).",
+        },
+    ],
+}
+
+
+def _printed(function, *args) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+
+    out = StringIO()
+    function(Console(file=out, width=200), *args)
+    return out.getvalue()
+
+
+def test_the_results_show_one_answer_to_deploy_first_and_the_others_as_what_they_are():
+    from client.console import print_results
+
+    analysis = {
+        "response": "tps",
+        "model": "auto",
+        "ranked_factors": [],
+        "r_squared": 0.9,
+        "adj_r_squared": 0.88,
+        "rmse": 20.0,
+        "trials_used": 12,
+        "trials_failed": 0,
+        "optimum": {"config": {"nodes": 5, "threads_per_client": 16}, "predicted": 1090.0},
+        "coverage": {"sentences": ["The design is incomplete: 12 of its 18 planned runs have"
+                                   " results, so this analysis is provisional."]},
+        "deploy": ANSWER,
+    }  # fmt: skip
+    experiment = {"best": {"trial_id": 40, "value": 1101.0, "config": {}}, "factors": []}
+    text = _printed(print_results, experiment, analysis)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    assert lines[0].startswith("warning: The design is incomplete: 12 of its 18")
+    assert lines[1] == ANSWER["summary"][: len(lines[1])]  # the answer, before anything else
+    assert "not the answer, for comparison:" in text
+    assert (
+        "the model's predicted optimum, not yet measured: nodes=5, threads_per_client=16: the"
+        " model predicts tps 1090." in text
+    )
+    assert "the best single run: one measurement, its noise included: nodes=6" in text
+    # No second, unlabelled answer: no optimum table, no best run by trial id.
+    assert "Predicted optimum" not in text and "trial 40" not in text
+    assert text.index("Deploy nodes=4") < text.index("the model's predicted optimum")
+
+
+def test_the_effects_table_shows_the_number_the_sentence_states_and_says_what_each_is():
+    from client.console import _print_ranked
+
+    analysis = {
+        "response": "tps",
+        "model": "auto",
+        "ranked_factors": [
+            {"factor": "threads_per_client", "in_model": True, "settings_run": 5,
+             "effect": 105.5, "change_at_optimum": -90.8, "share_of_ss": 40.0, "p_value": 0.01},
+            {"factor": "nodes", "in_model": False, "settings_run": 1, "effect": 0.0,
+             "change_at_optimum": 0.0, "share_of_ss": None, "p_value": None},
+        ],
+    }  # fmt: skip
+    text = _printed(_print_ranked, analysis)
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
+    assert "+105.5" in rows["threads_per_client"] and "-90.8" in rows["threads_per_client"]
+    assert "never varied" in rows["nodes"]
+    flat = " ".join(text.split())
+    assert (
+        "change at optimum: the same with the others at the predicted optimum, the number" in flat
+    )
+    assert "so the shares overlap and need not add up to 100" in flat

@@ -55,8 +55,9 @@ def test_demo_prints_the_optimum_and_stops_what_it_started(demo_broker: str, tmp
     elapsed = time.monotonic() - started
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
-    assert "Predicted optimum" in out and "Factors ranked by effect" in out, out
-    assert re.search(r"predicted tps \d+\.\d  95% CI \[.*\]  95% PI \[.*\]", out), out
+    assert "Factors ranked by effect" in out, out
+    # One answer to deploy, with its evidence (the console wraps it).
+    assert re.search(r"^Deploy ", out, re.M) and "the model predicts tps" in " ".join(out.split())
     assert elapsed < 60, f"the demo took {elapsed:.0f} s"
     pids = [int(pid) for pid in re.findall(r"pid (\d+)", out)]
     assert len(pids) == 2, out
@@ -144,7 +145,7 @@ def test_the_demo_runs_on_a_real_lab_cluster(demo_broker: str, tmp_path: Path):
         out = result.stdout
         assert result.returncode == 0, out + result.stderr
         assert "on target 'lab': 4 planned trials" in out and "failed 0" in out, out
-        assert "Predicted optimum" in out and "lab cluster stopped" in out, out
+        assert re.search(r"^Deploy ", out, re.M) and "lab cluster stopped" in out, out
         # No node of the demo's cluster is left running.
         assert not any(
             str(base) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")

@@ -356,3 +356,34 @@ def test_every_view_loads_only_from_the_api_host(
     browse.shot("compare-1280")
     assert any(url.endswith("/ui/vendor/plotly.min.js") for url in browse.requests)
     browse.assert_stayed_home()
+
+
+def test_the_analysis_and_the_compare_view_show_one_answer_to_deploy_first(
+    browse: Browse, client: Client, finished: dict, three_factors: dict
+):
+    # Issue 54, item 7: the answer the API gives, first, and the model's predicted optimum
+    # labelled as what it is, on the experiment's analysis and in every compared column.
+    page = browse.page
+    answers = {e["id"]: client.analysis(e["id"])["deploy"] for e in (finished, three_factors)}
+    browse.open(f"#/experiments/{three_factors['id']}")
+    page.click("button.tab[data-tab=analysis]")
+    deploy = page.locator("#analysis-deploy")
+    expect(deploy.locator(".deploy-summary")).to_have_text(answers[three_factors["id"]]["summary"])
+    before = page.evaluate(
+        "() => !!(document.querySelector('#analysis-deploy').compareDocumentPosition("
+        "document.querySelector('#analysis-model')) & Node.DOCUMENT_POSITION_FOLLOWING)"
+    )
+    assert before  # the answer comes before the model and its optimum
+    for other in answers[three_factors["id"]]["alternatives"]:
+        expect(deploy.locator(f"li[data-kind={other['kind']}]")).to_contain_text(other["label"])
+    expect(page.locator("#optimum-label")).to_contain_text("configuration to deploy")
+    expect(page.locator("#effects-legend")).to_contain_text("the number the explanation states")
+    browse.shot("analysis-deploy")
+    browse.open(f"#/compare?ids={finished['id']},{three_factors['id']}")
+    for experiment_id, answer in answers.items():
+        column = page.locator(f".compare-column[data-experiment='{experiment_id}']")
+        expect(column.locator(".compare-deploy")).to_contain_text(answer["summary"])
+        expect(column).to_contain_text("one measurement, not the answer")
+        expect(column).to_contain_text("configuration to deploy")
+    browse.shot("compare-deploy")
+    browse.assert_stayed_home()

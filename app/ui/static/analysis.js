@@ -1,11 +1,40 @@
-// The analysis tab (model, fit, explanation, optimum with intervals, ranked factors, ANOVA,
-// coefficients) and the effects tab (main-effect profiles and the ranked factors as bars).
+// The analysis tab (what the runs cover, the one answer to deploy with the other candidates
+// labelled, model, fit, explanation, the model's predicted optimum with intervals, ranked
+// factors, ANOVA, coefficients) and the effects tab (main-effect profiles and the ranked
+// factors as bars).
 
 import { mainEffects, pareto } from "./charts.js";
-import { fill, h, num, pValue, percent, table } from "./dom.js";
+import { configText, fill, h, num, pValue, percent, table } from "./dom.js";
 
 function interval(low, high) {
   return low === null || low === undefined ? "–" : `${num(low)} to ${num(high)}`;
+}
+
+/** The one answer to deploy, its reason and evidence, then the others as what they are. */
+export function deployCard(analysis) {
+  const answer = analysis.deploy;
+  const warnings = (analysis.coverage && analysis.coverage.sentences) || [];
+  return h("section", { class: "card", id: "analysis-deploy" },
+    h("h3", {}, "What to deploy"),
+    warnings.map((w) => h("p", { class: "warning coverage-warning" }, w)),
+    answer ? [
+      h("p", { class: "big deploy-summary" }, answer.summary),
+      h("p", { class: "muted small" }, answer.reason),
+      answer.caveats.map((c) => h("p", { class: "warning" }, c)),
+      answer.alternatives.length ? h("div", {},
+        h("p", { class: "muted" }, "Not the answer, for comparison:"),
+        h("ul", { class: "alternatives" }, answer.alternatives.map((a) =>
+          h("li", { dataset: { kind: a.kind } }, h("strong", {}, a.label), `: ${a.summary}`)))) : null,
+    ] : h("p", { class: "muted" }, "Nothing to deploy yet: no run has measured the objective."));
+}
+
+/** What the model's predicted optimum is beside the answer to deploy. */
+export function optimumLabel(analysis) {
+  const answer = analysis.deploy;
+  if (!answer) return "a prediction of the model";
+  if (configText(answer.config) === configText(analysis.optimum.config)) return "it is also the configuration to deploy";
+  const own = answer.alternatives.find((a) => a.kind === "predicted_optimum");
+  return `${own ? own.label : "a prediction of the model"}: not the configuration to deploy`;
 }
 
 export function renderAnalysis(root, analysis, experiment) {
@@ -14,9 +43,12 @@ export function renderAnalysis(root, analysis, experiment) {
   const units = Object.fromEntries(experiment.factors.map((f) => [f.name, f.unit || ""]));
   const explanation = analysis.explanation;
   const leftOut = new Set(analysis.ranked_factors.filter((e) => !e.in_model).map((e) => e.factor));
-  const settingNote = (name) => (leftOut.has(name) ? "not in the model: any setting"
+  const fixed = new Set(analysis.ranked_factors.filter((e) => e.settings_run < 2).map((e) => e.factor));
+  const settingNote = (name) => (fixed.has(name) ? "the only setting run: untested"
+    : leftOut.has(name) ? "not in the model: any setting"
     : name in optimum.on_edge ? `at the ${optimum.on_edge[name]} end of its range` : "");
   fill(root,
+    deployCard(analysis),
     h("div", { class: "analysis-grid" },
       h("section", { class: "card", id: "analysis-model" },
         h("h3", {}, "Model"),
@@ -33,7 +65,8 @@ export function renderAnalysis(root, analysis, experiment) {
         h("ul", { class: "explanation", id: "explanation" },
           explanation.sentences.map((s) => h("li", {}, s)))),
       h("section", { class: "card", id: "analysis-optimum" },
-        h("h3", {}, `Optimum (${analysis.goal} ${analysis.response})`),
+        h("h3", {}, `The model's predicted optimum (${analysis.goal} ${analysis.response})`),
+        h("p", { class: "muted", id: "optimum-label" }, optimumLabel(analysis)),
         h("p", { class: "big" }, `${analysis.response} ${num(optimum.predicted)}`),
         h("p", {}, `95 % confidence interval ${interval(optimum.ci_low, optimum.ci_high)}`),
         h("p", {}, `95 % prediction interval ${interval(optimum.pi_low, optimum.pi_high)}`),
@@ -53,11 +86,18 @@ export function renderAnalysis(root, analysis, experiment) {
       table([
         { label: "factor", value: (e) => e.factor },
         { label: "share of SS", value: (e) => percent(e.share_of_ss), class: "num" },
-        { label: "effect low→high", value: (e) => `${num(e.effect)} (${num(e.low)}→${num(e.high)})`, class: "num" },
-        { label: "change at optimum", value: (e) => num(e.change_at_optimum), class: "num" },
+        { label: "effect at centre", value: (e) => (e.settings_run < 2 ? "never varied"
+          : `${num(e.effect)} (${num(e.low)}→${num(e.high)})`), class: "num" },
+        { label: "change at optimum", value: (e) => (e.settings_run < 2 ? "" : num(e.change_at_optimum)), class: "num" },
         { label: "direction", value: (e) => e.direction },
         { label: "p", value: (e) => pValue(e.p_value), class: "num" },
-      ], analysis.ranked_factors, { rowProps: () => ({ class: "ranked" }) })),
+      ], analysis.ranked_factors, { rowProps: () => ({ class: "ranked" }) }),
+      h("p", { class: "muted small", id: "effects-legend" },
+        "Effect at centre: the change from low to high with the other factors at the centre of their ranges " +
+        "(twice the coded coefficient of a numeric factor). Change at optimum: the same with the others at the " +
+        "predicted optimum, the number the explanation states. Share of SS: what the model loses without every " +
+        "term of the factor; an interaction counts for each of its factors, so the shares overlap and need not " +
+        "add up to 100 %.")),
     h("section", { class: "card", id: "anova" },
       h("h3", {}, "ANOVA (type II)"),
       table([
@@ -68,7 +108,11 @@ export function renderAnalysis(root, analysis, experiment) {
         { label: "F", value: (r) => num(r.f), class: "num" },
         { label: "p", value: (r) => pValue(r.p_value), class: "num" },
         { label: "%", value: (r) => percent(r.percent), class: "num" },
-      ], analysis.anova)),
+      ], analysis.anova),
+      h("p", { class: "muted small" },
+        "Type II (partial) sums of squares. On a design that is not orthogonal they need not add up to the " +
+        "model's: the row Shared holds the part no single term accounts for on its own (the terms are " +
+        "correlated in these runs), so the terms, Shared and Residual add up to 100 %.")),
     h("details", { class: "card" },
       h("summary", {}, "Coefficients (coded units)"),
       table([

@@ -1,7 +1,9 @@
-// Two or more experiments on one response, side by side: each one's best measured value,
-// its model's optimum with intervals and what matters, then their best-so-far curves and all
-// their values on one chart.
+// Two or more experiments on one response, side by side: each one's answer to deploy with its
+// evidence, then the others as what they are (its best single run, its model's predicted
+// optimum with intervals) and what matters, then their best-so-far curves and all their values
+// on one chart.
 
+import { optimumLabel } from "./analysis.js";
 import { api } from "./api.js";
 import { compareBoxes, compareCurves, purge, seriesOf } from "./charts.js";
 import { badge, configText, errorBox, fill, h, num, percent } from "./dom.js";
@@ -97,15 +99,18 @@ export function compareView(root, query) {
       h("h3", {}, h("a", { href: `#/experiments/${e.id}` }, `#${e.id} ${e.name}`), " ", badge(e.status)),
       h("p", { class: "muted" }, `target ${e.target} · ${e.design ? e.design.kind : "observations"} · ` +
         `${e.progress.succeeded || 0} of ${e.progress.total || 0} trials succeeded`),
-      h("p", {}, `measured ${state.response}: `, h("strong", {}, best === null ? "–" : num(best)),
-        values.length ? ` best of ${values.length} runs` : " (no run measured it)",
-        bestTrial ? ` (trial ${bestTrial.trial})` : ""),
+      failed || !analysis.deploy ? null : h("div", { class: "compare-deploy" },
+        h("p", {}, h("strong", {}, analysis.deploy.summary)),
+        ((analysis.coverage && analysis.coverage.sentences) || []).map((w) => h("p", { class: "warning small" }, w))),
+      h("p", {}, `best single run of ${state.response}: `, h("strong", {}, best === null ? "–" : num(best)),
+        values.length ? ` of ${values.length} runs` : " (no run measured it)",
+        bestTrial ? ` (trial ${bestTrial.trial}; one measurement, not the answer)` : ""),
       failed ? h("div", {}, h("p", { class: "muted" }, "no model:"), errorBox(analysis)) : h("div", {},
-        h("p", {}, "predicted optimum ", h("strong", {}, num(analysis.optimum.predicted)),
+        h("p", {}, "the model's predicted optimum ", h("strong", {}, num(analysis.optimum.predicted)),
           analysis.optimum.ci_low !== null
             ? ` (95 % CI ${num(analysis.optimum.ci_low)} to ${num(analysis.optimum.ci_high)}; ` +
               `PI ${num(analysis.optimum.pi_low)} to ${num(analysis.optimum.pi_high)})` : ""),
-        h("p", { class: "small" }, "at ", configText(analysis.optimum.config)),
+        h("p", { class: "small" }, "at ", configText(analysis.optimum.config), ` (${optimumLabel(analysis)})`),
         h("p", { class: "muted small" }, `${analysis.model_label} · R² ${num(analysis.fit.r_squared, 3)}`),
         h("ol", { class: "small" }, analysis.ranked_factors.slice(0, 4).map((f) =>
           h("li", {}, !f.in_model ? `${f.factor}: not in the model`

@@ -170,22 +170,15 @@ export function experimentView(root, id, query) {
         t.elapsed_s !== null && t.elapsed_s !== undefined ? `elapsed ${duration(t.elapsed_s)}` : null,
         t.mean_trial_s ? `${duration(t.mean_trial_s)} a trial` : null,
       ].filter(Boolean).join(" · ")),
-      e.best ? h("p", { id: "best" }, "Best so far: ", h("strong", {}, `${e.objective.response} ${num(e.best.value)}`),
-        ` at ${configText(e.best.config)} (trial ${e.best.trial_id})`) : null,
+      e.best ? h("p", { id: "best" }, "Best single run so far: ", h("strong", {}, `${e.objective.response} ${num(e.best.value)}`),
+        ` at ${configText(e.best.config)} (trial ${e.best.trial_id}; one measurement, not the answer to deploy)`) : null,
       loop ? h("p", { id: "loop-status" }, `Closed loop ${loop.status}: ${loop.trials_used} of ${loop.budget} trials`,
         loop.budget_seconds ? `, ${duration(loop.seconds_used)} of ${duration(loop.budget_seconds)} of trial time` : "",
         `, round ${loop.rounds}`, loop.stage ? `, stage ${loop.stage}` : "",
         loop.expected_improvement !== null ? `, expected improvement ${num(loop.expected_improvement)}` : "",
         loop.stop_reason ? ` · stopped: ${loop.stop_reason}` : "", loop.error ? ` · error: ${loop.error}` : "") : null,
-      loop && loop.recommendation ? h("p", { id: "loop-recommendation" }, "The loop recommends ",
-        h("strong", {}, configText(loop.recommendation.config)),
-        loop.recommendation.predicted !== null
-          ? ` (predicted ${num(loop.recommendation.predicted)}` +
-            (loop.recommendation.uncertainty !== null ? ` ± ${num(loop.recommendation.uncertainty)}` : "") +
-            (loop.recommendation.observed !== null
-              ? `, measured ${num(loop.recommendation.observed)} over ${loop.recommendation.runs} runs)` : ")")
-          : "",
-        h("span", { class: "muted small" }, ` ${loop.recommendation.reason}`)) : null);
+      loop && loop.deploy ? h("p", { id: "loop-deploy" }, h("strong", {}, loop.deploy.summary),
+        h("span", { class: "muted small" }, ` ${loop.deploy.reason}`)) : null);
   }
 
   // --- the tabs ----------------------------------------------------------------------------
