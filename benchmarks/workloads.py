@@ -39,20 +39,21 @@ def prepare_seconds(target: ExternalTarget, node: galera_sql.Node, workload: str
         cursor = connection.cursor()
         cursor.execute("DROP DATABASE IF EXISTS bench_prepare")
         cursor.execute("CREATE DATABASE bench_prepare")
-    connection_args = sysbench.Connection(
-        host=node.host,
-        port=node.port,
-        user=target.credentials.user,
-        password=target.credentials.password,
-        database="bench_prepare",
-    )
-    argv = sysbench.prepare_command(
-        connection_args, workload=workload, tables=SETTINGS["tables"],
-        table_size=SETTINGS["table_size"],
-    )  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    elapsed = time.perf_counter() - started
+    with sysbench.password_file(target.credentials.password) as secret:
+        connection_args = sysbench.Connection(
+            host=node.host,
+            port=node.port,
+            user=target.credentials.user,
+            database="bench_prepare",
+            password_file=secret,
+        )
+        argv = sysbench.prepare_command(
+            connection_args, workload=workload, tables=SETTINGS["tables"],
+            table_size=SETTINGS["table_size"],
+        )  # fmt: skip
+        started = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"prepare of {workload} failed: {done.stdout[-500:]}")
     return elapsed

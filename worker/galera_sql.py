@@ -264,13 +264,19 @@ def wsrep_status(node: Node, credentials: Credentials) -> dict[str, str]:
         return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
-def _checked(name: object, value: object) -> Value:
-    """The value to send for `name`, or VariableError when the pair can never be set."""
+def _checked_name(name: object) -> str:
+    """`name`, or VariableError when it cannot name a server variable."""
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise VariableError(
             f"{name!r} is not a server variable name "
             "(a lower-case letter or _, then letters, digits or _, at most 64)"
         )
+    return name
+
+
+def _checked(name: object, value: object) -> Value:
+    """The value to send for `name`, or VariableError when the pair can never be set."""
+    _checked_name(name)
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int | str) or (isinstance(value, float) and math.isfinite(value)):
@@ -322,25 +328,41 @@ def _set_global(cursor: Cursor, node: Node, name: str, value: Value) -> None:
         )
 
 
+def _check_dynamic(node: Node, credentials: Credentials, names: Iterable[str]) -> None:
+    """VariableError unless `node` lists every one of `names` as a dynamic global variable."""
+    dynamic = dynamic_variables(node, credentials)
+    for name in names:
+        if name not in dynamic:
+            raise VariableError(f"'{name}' is not a dynamic global variable of this server")
+
+
+def read_globals(node: Node, credentials: Credentials, names: Iterable[str]) -> dict[str, Value]:
+    """The global values of the dynamic variables `names` on `node`, in the form `SET GLOBAL`
+    takes back (what to set them back to); VariableError, before any read, for a name that is
+    not one."""
+    checked = [_checked_name(name) for name in names]
+    if not checked:
+        return {}
+    _check_dynamic(node, credentials, checked)
+    with _cursor(node, credentials) as cursor:
+        return {name: _as_value(_read_global(cursor, name)) for name in checked}
+
+
 def set_globals(
     nodes: Iterable[Node], credentials: Credentials, variables: Mapping[str, Value]
-) -> dict[str, Value]:
+) -> None:
     """`SET GLOBAL name = value` on every node, each checked first and read back after.
 
     Names must be identifiers the server lists as dynamic; ints and floats are sent as numbers,
     strings as quoted parameters. Nothing is sent before every name and value passed its checks.
     VariableError when a variable cannot be set or reads back different (clamped, rounded);
     the nodes already changed then get their previous values back, so the cluster stays uniform.
-    Returns the values the first node had before, to set them back later.
     """
     nodes = list(nodes)
     checked = {name: _checked(name, value) for name, value in variables.items()}
     if not nodes or not checked:
-        return {}
-    dynamic = dynamic_variables(nodes[0], credentials)
-    for name in checked:
-        if name not in dynamic:
-            raise VariableError(f"'{name}' is not a dynamic global variable of this server")
+        return
+    _check_dynamic(nodes[0], credentials, checked)
     previous: list[tuple[Node, dict[str, object]]] = []
     try:
         for node in nodes:
@@ -356,7 +378,6 @@ def set_globals(
                     with contextlib.suppress(pymysql.MySQLError):
                         cursor.execute(f"SET GLOBAL {name} = %s", (value,))
         raise
-    return {name: _as_value(value) for name, value in previous[0][1].items()}
 
 
 def provider_options(node: Node, credentials: Credentials) -> dict[str, str]:
@@ -373,17 +394,16 @@ def parse_provider_options(text: str) -> dict[str, str]:
 
 def set_provider_options(
     nodes: Iterable[Node], credentials: Credentials, options: Mapping[str, str]
-) -> dict[str, str]:
+) -> None:
     """`SET GLOBAL wsrep_provider_options = 'name=value;...'` on every node, read back after.
 
     `options` hold values already written as the provider takes them (app.provider_options).
     VariableError when the running provider does not report an option, refuses it, or reads it
-    back different; the nodes already changed then get their previous values back. Returns
-    the values the first node had before, to set them back later.
+    back different; the nodes already changed then get their previous values back.
     """
     nodes = list(nodes)
     if not nodes or not options:
-        return {}
+        return
     reported = provider_options(nodes[0], credentials)
     unknown = sorted(set(options) - set(reported))
     if unknown:
@@ -403,7 +423,6 @@ def set_provider_options(
             with contextlib.suppress(GaleraError):
                 _set_provider(node, credentials, values)
         raise
-    return previous[0][1]
 
 
 def _set_provider(node: Node, credentials: Credentials, options: Mapping[str, str]) -> None:

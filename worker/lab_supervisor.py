@@ -5,6 +5,7 @@ on loopback ports, under `LabLayout.base_dir`:
 
     lab.json           the running nodes (pids and ports), read by any process that asks
     credentials.json   the lab's SQL user and its generated password (mode 0600)
+    restore.json       the values trials' settings replaced, to set back (worker.targets.restore)
     lab.lock           serializes processes that start or stop nodes
     node<i>/           my.cnf, data/, mariadbd.sock, mariadbd.pid, mariadbd.log (stdout+stderr)
 

@@ -2,9 +2,11 @@
 per-interval series are `experiments.intervals`).
 
 Nothing here starts a process: `prepare_command` and `run_command` return argument lists for
-`subprocess.run` (never a shell), `parse` reads what sysbench printed, `steady_state` estimates the
-steady-state throughput and p95 latency from the per-interval reports, and `combine` merges the
-outputs of several client processes that ran at the same time.
+`subprocess.run` (never a shell), without the password (argv is readable by every local user in
+`ps` and /proc/<pid>/cmdline): `password_file` hands it to sysbench in its `--config-file`, a
+file only this user can read, removed after the run. `parse` reads what sysbench printed,
+`steady_state` estimates the steady-state throughput and p95 latency from the per-interval
+reports, and `combine` merges the outputs of several client processes that ran at the same time.
 
 Formats follow sysbench's source (src/sysbench.c, src/db_driver.c, src/sb_histogram.c): the
 interval line of `db_report_intermediate`, the cumulative block of `db_report_cumulative`, and
@@ -20,9 +22,12 @@ and `parse` keeps it. With sysbench >= 1.1 pass `native_warmup=True` to use `--w
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.target_specs import WORKLOADS
@@ -53,6 +58,9 @@ _OPTION = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The project's own workload scripts, beside sysbench's.
 SCRIPTS = Path(__file__).parent / "workloads"
 _PASSWORD_ARG = re.compile(r"(--mysql-password=)[^\s'\"]*")
+# sysbench 1.0 reads its --config-file with fgets into 256 bytes: lines of at most 255
+# characters, so `mysql-password="..."` and its newline leave 237 for the password.
+_PASSWORD_MAX = 255 - len('mysql-password=""\n')
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|inf|nan)"
 _INTERVAL_START = re.compile(r"^\[ (\d+(?:\.\d+)?)s \] thds: ")
@@ -85,13 +93,14 @@ class SysbenchOutputError(ValueError):
 
 @dataclass(frozen=True)
 class Connection:
-    """Where one sysbench client connects; the password never shows in repr."""
+    """Where one sysbench client connects; the password is in `password_file` (from
+    `password_file()`; None: an account without a password)."""
 
     host: str
     port: int
     user: str
-    password: str = field(repr=False)
     database: str
+    password_file: Path | None = None
 
     def __post_init__(self) -> None:
         # sysbench reads --mysql-host and --mysql-port as comma-separated lists and would
@@ -107,14 +116,52 @@ class Connection:
 
 
 def _connection_args(connection: Connection) -> list[str]:
+    secret = connection.password_file
     return [
         "--db-driver=mysql",
         f"--mysql-host={connection.host}",
         f"--mysql-port={connection.port}",
         f"--mysql-user={connection.user}",
-        f"--mysql-password={connection.password}",
+        *([f"--config-file={secret}"] if secret is not None else []),
         f"--mysql-db={connection.database}",
     ]
+
+
+def _password_line(password: str) -> str:
+    """The --config-file line that sets `password`; ValueError when sysbench 1.0 cannot read it
+    back. Its reader (src/sb_options.c, read_config) takes `name=value` lines, a value in single
+    or double quotes verbatim up to the next quote of its kind, no escapes."""
+    if any(character in password for character in "\n\r\0"):
+        raise ValueError("password: sysbench cannot read a password with a line break or NUL")
+    if '"' in password and "'" in password:
+        raise ValueError("password: sysbench cannot read a password with both ' and \"")
+    if len(password) > _PASSWORD_MAX:
+        raise ValueError(f"password: sysbench reads at most {_PASSWORD_MAX} characters of it")
+    quote = "'" if '"' in password else '"'
+    return f"mysql-password={quote}{password}{quote}\n"
+
+
+def check_password(password: str) -> None:
+    """ValueError naming the rule when sysbench could not be given `password` by
+    `password_file` (a line break or NUL, both kinds of quote, too long for its line)."""
+    if password:
+        _password_line(password)
+
+
+@contextlib.contextmanager
+def password_file(password: str) -> Iterator[Path | None]:
+    """A sysbench --config-file that holds `password` (for `Connection.password_file`): mode
+    0600 in a directory of its own (mode 0700), both removed on exit; None without a password."""
+    if not password:
+        yield None
+        return
+    line = _password_line(password)
+    with tempfile.TemporaryDirectory(prefix="galera-doe-sysbench-") as directory:
+        path = Path(directory) / "password.cnf"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(line)
+        yield path
 
 
 def _check_positive(**values: int) -> None:
@@ -153,9 +200,12 @@ def prepare_command(
     table_size: int,
     binary: str = "sysbench",
     options: Mapping[str, Value] | None = None,
+    auto_inc: bool = True,
 ) -> list[str]:
     """The argument list that creates and fills the workload's tables in `connection.database`
-    (`options`: the script's own, e.g. tpcc's warehouses and tpcc_scale)."""
+    (`options`: the script's own, e.g. tpcc's warehouses and tpcc_scale). Without `auto_inc`
+    an oltp table's ids are written 1..table_size, not taken from auto-increment (whose step
+    on Galera is the cluster size), and its id column has no AUTO_INCREMENT."""
     _check_workload(workload)
     _check_positive(tables=tables, table_size=table_size)
     return [
@@ -165,6 +215,7 @@ def prepare_command(
         f"--tables={tables}",
         f"--table_size={table_size}",
         *_options(options or {}),
+        *([] if auto_inc else ["--auto_inc=off"]),
         "prepare",
     ]
 

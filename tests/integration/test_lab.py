@@ -6,15 +6,21 @@ developer runs; the same cluster is also declared as an `external` target.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import secrets
 import shutil
+import signal
+import stat
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -29,7 +35,7 @@ from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
 from worker import galera_sql, lab_layout, lab_supervisor, sysbench
 from worker.lab import print_status
-from worker.targets.base import InfeasibleError, TargetError
+from worker.targets.base import InfeasibleError, TargetError, TrialResult
 from worker.targets.external import ExternalTarget
 from worker.targets.lab import LabTarget, settings_of
 
@@ -104,6 +110,7 @@ def service(
                     "nodes": external_nodes,
                     "user": cluster.credentials.user,
                     "password_env": PASSWORD_ENV,
+                    "state_dir": str(directory / "state"),
                     **TRIAL_SETTINGS,
                 },
             },
@@ -161,7 +168,9 @@ def test_real_trials_resize_the_cluster_and_set_variables(
             assert int(node["wsrep_status_after"]["wsrep_last_committed"]) > before
         assert kept["versions"]["server"].startswith("1") and kept["versions"]["galera"]
         assert kept["versions"]["sysbench"].startswith("sysbench 1.0")
-        assert all("--mysql-password=***" in command for command in kept["commands"])
+        # The password reaches sysbench in its --config-file, never on the command line.
+        for command in kept["commands"]:
+            assert "--config-file=" in command and "--mysql-password" not in command
     # Whole plots: the node count changed once, so the cluster was resized once more.
     nodes = [t["config"]["nodes"] for t in trials]
     assert sum(a != b for a, b in itertools.pairwise(nodes)) == 1
@@ -184,23 +193,25 @@ def test_real_trials_resize_the_cluster_and_set_variables(
 def direct_tps(cluster: lab_supervisor.LabCluster, node: galera_sql.Node) -> float:
     """tps of sysbench run by hand against `node` as the targets run it (one client, 4 threads,
     the default)."""
-    connection = sysbench.Connection(
-        host=node.host,
-        port=node.port,
-        user=cluster.credentials.user,
-        password=cluster.credentials.password,
-        database="sbtest1",
-    )
-    argv = sysbench.run_command(
-        connection,
-        workload="oltp_read_write",
-        threads=4,
-        time_s=RUNTIME_S,
-        warmup_s=TRIAL_SETTINGS["warmup_s"],
-        tables=TRIAL_SETTINGS["tables"],
-        table_size=TRIAL_SETTINGS["table_size"],
-    )
-    return sysbench.parse(subprocess.run(argv, capture_output=True, text=True).stdout).tps
+    with sysbench.password_file(cluster.credentials.password) as secret:
+        connection = sysbench.Connection(
+            host=node.host,
+            port=node.port,
+            user=cluster.credentials.user,
+            database="sbtest1",
+            password_file=secret,
+        )
+        argv = sysbench.run_command(
+            connection,
+            workload="oltp_read_write",
+            threads=4,
+            time_s=RUNTIME_S,
+            warmup_s=TRIAL_SETTINGS["warmup_s"],
+            tables=TRIAL_SETTINGS["tables"],
+            table_size=TRIAL_SETTINGS["table_size"],
+        )
+        done = subprocess.run(argv, capture_output=True, text=True)
+    return sysbench.parse(done.stdout).tps
 
 
 def test_the_external_target_runs_on_a_declared_cluster(service: Client):
@@ -314,19 +325,30 @@ def test_lab_status_is_a_table_of_the_nodes(
 
 
 @pytest.fixture(scope="module")
-def external_target(cluster: lab_supervisor.LabCluster) -> Iterator[ExternalTarget]:
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The state directory of the external targets run in this process (not the user's)."""
+    return tmp_path_factory.mktemp("worker-state")
+
+
+def external_settings(cluster: lab_supervisor.LabCluster, state_dir: Path) -> dict[str, Any]:
+    """The running lab nodes declared as an external cluster, with the module's trial settings."""
+    return {
+        "nodes": [{"host": n.host, "port": n.port} for n in cluster.nodes()],
+        "user": cluster.credentials.user,
+        "password_env": PASSWORD_ENV,
+        "state_dir": str(state_dir),
+        **TRIAL_SETTINGS,
+    }
+
+
+@pytest.fixture(scope="module")
+def external_target(
+    cluster: lab_supervisor.LabCluster, state_dir: Path
+) -> Iterator[ExternalTarget]:
     """The lab nodes (as the earlier tests left the cluster) declared as an external cluster,
     run in this process."""
     os.environ[PASSWORD_ENV] = cluster.credentials.password
-    target = ExternalTarget(
-        "external-direct",
-        {
-            "nodes": [{"host": n.host, "port": n.port} for n in cluster.nodes()],
-            "user": cluster.credentials.user,
-            "password_env": PASSWORD_ENV,
-            **TRIAL_SETTINGS,
-        },
-    )
+    target = ExternalTarget("external-direct", external_settings(cluster, state_dir))
     yield target
     target.close()
     del os.environ[PASSWORD_ENV]
@@ -474,3 +496,164 @@ def test_a_fresh_trial_restarts_every_node_before_it_runs(
     # Both nodes started during the trial, before its benchmark ran.
     assert len(uptimes()) == 2 and max(uptimes()) <= elapsed + 1
     assert max(uptimes()) >= RUNTIME_S
+
+
+# A worker in a process of its own: it builds the target and runs one trial, and is killed.
+WORKER = """
+import json, sys
+from worker.targets import build_target
+from app.target_specs import TargetSpec
+kind, name, settings, config = json.loads(sys.argv[1])
+build_target(TargetSpec(name=name, kind=kind, settings=settings)).run(config, run_key=1)
+"""
+
+
+def read_settings(cluster: lab_supervisor.LabCluster) -> list[tuple[int, str]]:
+    """max_connect_errors and gcs.fc_limit on every running node."""
+    found = []
+    for node in lab_supervisor.LabCluster(cluster.layout).nodes():
+        value = galera_sql.read_globals(node, cluster.credentials, ["max_connect_errors"])
+        options = galera_sql.provider_options(node, cluster.credentials)
+        found.append((int(value["max_connect_errors"]), options["gcs.fc_limit"]))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["lab", "external"])
+def test_a_setting_left_by_a_killed_worker_is_set_back_by_the_next_trial(
+    kind: str,
+    layout: lab_layout.LabLayout,
+    cluster: lab_supervisor.LabCluster,
+    state_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, cluster.credentials.password)
+    cluster.resize(2)
+    settings = (
+        settings_of(layout) | TRIAL_SETTINGS
+        if kind == "lab"
+        else external_settings(cluster, state_dir)
+    )
+    name = f"{kind}-killed"
+    originals = read_settings(cluster)
+    assert len(set(originals)) == 1, originals
+    ((errors, fc_limit),) = set(originals)
+    changed = {"max_connect_errors": errors + 123, "gcs.fc_limit": int(fc_limit) + 7}
+    trial = {"nodes": 2, "runtime_s": RUNTIME_S}
+    argument = json.dumps([kind, name, settings, trial | changed])
+    # A session of its own: the kill takes the worker and its sysbench processes at once, as
+    # the machine's OOM killer or a power cut would.
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, argument], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        wanted = [(changed["max_connect_errors"], str(changed["gcs.fc_limit"]))] * 2
+        while read_settings(cluster) != wanted:
+            assert worker.poll() is None and time.monotonic() < deadline, read_settings(cluster)
+            time.sleep(0.2)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+    assert read_settings(cluster) == wanted  # what the killed worker left
+    # The next worker: a target of the same name, in this process, runs a trial without them.
+    target = LabTarget(name, settings) if kind == "lab" else ExternalTarget(name, settings)
+    assert target.restore_file.exists()
+    target.run(trial, run_key=2)
+    assert read_settings(cluster) == originals
+    assert not target.restore_file.exists()
+
+
+def sysbench_children() -> dict[int, bytes]:
+    """The raw command line (/proc/<pid>/cmdline) of every sysbench this process runs now."""
+    found = {}
+    for children in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        for pid in map(int, children.read_text().split()):
+            with contextlib.suppress(OSError):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if cmdline.startswith(b"sysbench\0"):
+                    found[pid] = cmdline
+    return found
+
+
+def test_sysbench_never_has_the_password_on_its_command_line(
+    external_target: ExternalTarget, cluster: lab_supervisor.LabCluster
+) -> None:
+    password = cluster.credentials.password.encode()
+    seen: dict[int, bytes] = {}
+    files: set[Path] = set()
+    results: list[TrialResult] = []
+    # Prepared again, so that the prepare's sysbench is seen too.
+    external_target.reprepare = True
+    trial = threading.Thread(
+        target=lambda: results.append(
+            external_target.run({"nodes": 2, "runtime_s": RUNTIME_S}, run_key=8)
+        )
+    )
+    try:
+        trial.start()
+        while trial.is_alive():
+            for pid, cmdline in sysbench_children().items():
+                arguments = cmdline.rstrip(b"\0").split(b"\0")
+                if pid not in seen and arguments[-1] in (b"prepare", b"run"):
+                    seen[pid] = cmdline
+                    (option,) = [a for a in arguments if a.startswith(b"--config-file=")]
+                    secret = Path(option.decode().split("=", 1)[1])
+                    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+                    assert stat.S_IMODE(secret.parent.stat().st_mode) == 0o700
+                    files.add(secret)
+            time.sleep(0.01)
+        trial.join()
+    finally:
+        external_target.reprepare = False
+    assert results and results[0].responses["tps"] > 0
+    commands = [cmdline.rstrip(b"\0").rsplit(b"\0", 1)[-1] for cmdline in seen.values()]
+    assert sorted(commands) == [b"prepare", b"run"], seen
+    for cmdline in seen.values():
+        assert password not in cmdline and b"--mysql-password" not in cmdline
+    # One file for the trial, gone with its directory after it.
+    (secret,) = files
+    assert not secret.exists() and not secret.parent.exists()
+
+
+def dense_rows(node: galera_sql.Node, credentials: galera_sql.Credentials) -> list[tuple]:
+    """(rows, smallest id, largest id) of each table of sbtest1."""
+    with galera_sql.connect(node, credentials) as connection, connection.cursor() as cursor:
+        found = []
+        for table in range(1, TRIAL_SETTINGS["tables"] + 1):
+            cursor.execute(f"SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest1.sbtest{table}")
+            found.append(cursor.fetchone())
+        return found
+
+
+def test_a_schema_is_prepared_once_and_again_only_after_it_drifted(
+    cluster: lab_supervisor.LabCluster, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, cluster.credentials.password)
+    cluster.resize(2)
+    settings = external_settings(cluster, state_dir)
+    node, credentials = cluster.nodes()[0], cluster.credentials
+    with galera_sql.connect(node, credentials) as connection, connection.cursor() as cursor:
+        cursor.execute("DROP DATABASE IF EXISTS sbtest1")
+
+    def prepares(target: ExternalTarget, config: dict[str, Any]) -> list[str]:
+        with sysbench.password_file(credentials.password) as secret:
+            return target.prepare_schemas(node, target.plan(config), secret=secret)
+
+    read_write = {"nodes": 2, "runtime_s": RUNTIME_S}
+    assert prepares(ExternalTarget("schema-1", settings), read_write) == ["sbtest1"]
+    # Ids 1..table_size on a 2-node cluster, whose auto-increment step is 2.
+    size = TRIAL_SETTINGS["table_size"]
+    assert dense_rows(node, credentials) == [(size, 1, size)] * TRIAL_SETTINGS["tables"]
+    # Another worker finds it complete: it checks in well under the second a prepare takes.
+    started = time.monotonic()
+    assert prepares(ExternalTarget("schema-2", settings), read_write) == []
+    assert time.monotonic() - started < 0.5
+    # oltp_read_write deletes and inserts the same ids: the schema keeps its rows.
+    second = ExternalTarget("schema-2", settings)
+    second.run(read_write, run_key=9)
+    assert dense_rows(node, credentials) == [(size, 1, size)] * TRIAL_SETTINGS["tables"]
+    assert prepares(ExternalTarget("schema-3", settings), read_write) == []
+    # oltp_insert adds rows: past the bound (5 %) the next trial prepares the schema again.
+    second.run(read_write | {"workload": "oltp_insert"}, run_key=10)
+    grown = sum(rows for rows, _, _ in dense_rows(node, credentials))
+    assert grown > 1.05 * size * TRIAL_SETTINGS["tables"]
+    assert prepares(second, read_write) == ["sbtest1"]
+    assert dense_rows(node, credentials) == [(size, 1, size)] * TRIAL_SETTINGS["tables"]

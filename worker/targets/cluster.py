@@ -1,8 +1,10 @@
 """A trial on a real Galera cluster, shared by the `lab` and `external` targets.
 
 Per trial: bring the cluster to the node count (the subclass's job), check that every node is
-healthy, set the dynamic server variables named by factors on every node, make sure each client's
-schema `sbtest<i>` is prepared, read the Galera counters, run one sysbench process per client
+healthy, set the dynamic server variables named by factors on every node (and set back, at
+their values before the first change, those an earlier trial changed: `worker.targets.restore`),
+make sure each client's schema `sbtest<i>` is prepared as the trial would prepare it and has not
+drifted (`worker.targets.schemas`), read the Galera counters, run one sysbench process per client
 (client i on node i mod N) at once, read the counters again, check health again, and combine
 everything into the responses. An unhealthy cluster is an infrastructure failure (retried), a
 configuration the server refuses is infeasible (never retried).
@@ -19,9 +21,12 @@ import tempfile
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from pymysql.cursors import Cursor
 
 from app.provider_options import is_provider_option_name, provider_option, provider_value
 from app.restart_settings import config_value, is_restart_only
@@ -34,7 +39,7 @@ from app.target_specs import (
     WORKLOADS,
 )
 from worker import galera_sql, sysbench
-from worker.targets import record
+from worker.targets import record, restore, schemas
 from worker.targets.base import (
     InfeasibleError,
     InfrastructureError,
@@ -49,8 +54,7 @@ from worker.targets.base import (
 log = logging.getLogger(__name__)
 
 # Workloads that change how many rows the tables hold: after one, the schema is checked again.
-RESIZING_WORKLOADS = ("oltp_insert", "oltp_delete")
-TPCC_TABLES = 9
+RESIZING_WORKLOADS = ("oltp_insert", "oltp_delete", "tpcc")
 # Server errors that mean "this configuration cannot run here", not "the cluster broke".
 INFEASIBLE_MARKERS = ("Too many connections", "max_connections", "Out of memory", "(1040)")
 PREPARE_TIMEOUT_S = 600
@@ -95,6 +99,8 @@ class ClusterTarget(Target):
         self.table_size = int(self.settings.get("table_size", 10_000))
         self.warmup_s = int(self.settings.get("warmup_s", 2))
         self.reprepare = bool(self.settings.get("reprepare", False))
+        # How far (a fraction of its rows) trials may move a schema before it is prepared again.
+        self.max_schema_drift = float(self.settings.get("max_schema_drift", schemas.MAX_DRIFT))
         # Single-row INSERTs timed on the writing node per trial, for commit_latency_ms.
         self.commit_probes = int(self.settings.get("commit_probes", 20))
         # Values of the factors an experiment does not vary (settings.defaults overrides them).
@@ -106,12 +112,14 @@ class ClusterTarget(Target):
             "workload": "oltp_read_write",
             **dict(self.settings.get("defaults") or {}),
         }
+        # Schemas checked complete since the last trial that resized one.
         self._prepared: set[str] = set()
-        # What each server variable a trial changed was before the first change: a later trial
-        # that does not set it gets it back, so no setting leaks into the next experiment.
-        self._server_values: dict[str, Value] = {}
-        self._provider_values: dict[str, str] = {}
         self._sysbench_version: str | None = None
+
+    @property
+    @abstractmethod
+    def restore_file(self) -> Path:
+        """Where the values to set back after the trials' settings are kept (`restore`)."""
 
     @abstractmethod
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
@@ -245,20 +253,20 @@ class ClusterTarget(Target):
             check_cancelled(cancel)
             size = self.cluster_size(nodes)
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
-            self._set_remembered(nodes, plan.variables, self._server_values, galera_sql.set_globals)
-            self._set_remembered(
-                nodes, plan.provider_options, self._provider_values, galera_sql.set_provider_options
-            )
-            self._prepare(nodes[0], plan, cancel)
-            # Timed on the idle cluster, as the published WAN study timed its INSERTs.
-            commit_ms = galera_sql.commit_latency_ms(nodes[0], self.credentials, self.commit_probes)
-            argvs = self._run_commands(nodes, plan)
-            # One snapshot of every node on each side of the run serves the responses and the
-            # record alike (a second read would reset wsrep_local_recv_queue_avg again).
-            states_before = record.node_states(nodes, self.credentials)
-            started = time.monotonic()
-            outputs = self._benchmark(argvs, plan, cancel)
-            elapsed = time.monotonic() - started
+            self.apply_settings(nodes, plan)
+            with sysbench.password_file(self.credentials.password) as secret:
+                self.prepare_schemas(nodes[0], plan, cancel, secret=secret)
+                # Timed on the idle cluster, as the published WAN study timed its INSERTs.
+                commit_ms = galera_sql.commit_latency_ms(
+                    nodes[0], self.credentials, self.commit_probes
+                )
+                argvs = self._run_commands(nodes, plan, secret)
+                # One snapshot of every node on each side of the run serves the responses and
+                # the record alike (a second read would reset wsrep_local_recv_queue_avg again).
+                states_before = record.node_states(nodes, self.credentials)
+                started = time.monotonic()
+                outputs = self._benchmark(argvs, plan, cancel)
+                elapsed = time.monotonic() - started
             states_after = record.node_states(nodes, self.credentials)
             if plan.workload in RESIZING_WORKLOADS:
                 self._prepared.clear()
@@ -289,42 +297,76 @@ class ClusterTarget(Target):
             raise TargetError(f"{error}: {raw_output[-2000:]}") from error
         return TrialResult(responses=responses, raw_output=raw_output, record=kept)
 
-    def _set_remembered(
-        self,
-        nodes: list[galera_sql.Node],
-        wanted: Mapping[str, Any],
-        remembered: dict[str, Any],
-        setter: Callable[..., Mapping[str, Any]],
-    ) -> None:
-        """Set the trial's settings with `setter`, and every other one an earlier trial changed
-        back at the value it had before the first change (kept in `remembered`)."""
-        restored = {n: v for n, v in remembered.items() if n not in wanted}
-        before = setter(nodes, self.credentials, {**restored, **wanted})
-        for name in wanted:
-            remembered.setdefault(name, before[name])
+    def apply_settings(self, nodes: list[galera_sql.Node], plan: TrialPlan) -> None:
+        """Set the trial's server variables and provider options on `nodes`, and every other
+        one an earlier trial (of this process or another) changed back at its value before the
+        first change. Those values are in `restore_file`, written before the first `SET`:
+        a worker killed at any point leaves them to the next trial."""
+        saved = restore.load(self.restore_file)
+        new_options = [n for n in plan.provider_options if n not in saved.provider_options]
+        reported = galera_sql.provider_options(nodes[0], self.credentials) if new_options else {}
+        originals = restore.Originals(
+            saved.variables
+            | galera_sql.read_globals(
+                nodes[0], self.credentials, [n for n in plan.variables if n not in saved.variables]
+            ),
+            saved.provider_options | {n: reported[n] for n in new_options if n in reported},
+        )
+        if originals != saved:
+            restore.save(self.restore_file, originals)
+        back = originals.only(
+            [n for n in originals.variables if n not in plan.variables],
+            [n for n in originals.provider_options if n not in plan.provider_options],
+        )
+        galera_sql.set_globals(nodes, self.credentials, back.variables | plan.variables)
+        galera_sql.set_provider_options(
+            nodes, self.credentials, back.provider_options | plan.provider_options
+        )
+        left = originals.only(plan.variables, plan.provider_options)
+        if left != originals:
+            restore.save(self.restore_file, left)
 
-    def _prepare(
-        self, node: galera_sql.Node, plan: TrialPlan, cancel: threading.Event | None
-    ) -> None:
+    def prepare_schemas(
+        self,
+        node: galera_sql.Node,
+        plan: TrialPlan,
+        cancel: threading.Event | None = None,
+        *,
+        secret: Path | None,
+    ) -> list[str]:
+        """Prepare each schema the trial's clients use unless it is as the trial's prepare
+        would leave it (`schemas`); the schemas prepared. `secret`: the password file."""
+        prepared = []
+        made = schemas.layout(
+            plan.workload, tables=self.tables, table_size=self.table_size, options=plan.options
+        )
         for database in sorted({_database(plan, c) for c in range(1, plan.clients + 1)}):
             check_cancelled(cancel)
             if database in self._prepared and not self.reprepare:
                 continue
-            with galera_sql.connect(node, self.credentials) as connection:
-                cursor = connection.cursor()
-                if not self.reprepare and self._complete(cursor, database):
+            with self._schema_cursor(node, database) as cursor:
+                why = "reprepare is set" if self.reprepare else ""
+                why = why or schemas.problem(cursor, database, made, self.max_schema_drift)
+                if not why:
                     self._prepared.add(database)
                     continue
+                log.info("preparing %s on %s: %s", database, node.name, why)
                 cursor.execute(f"DROP DATABASE IF EXISTS {database}")
                 cursor.execute(f"CREATE DATABASE {database}")
+            tpcc = plan.workload == "tpcc"
+            # Every oltp-family workload runs on the same tables: one prepare for all of them,
+            # without the options of a script that only runs.
             argv = sysbench.prepare_command(
-                self._connection(node, database),
-                workload=plan.workload,
+                self._connection(node, database, secret),
+                workload=plan.workload if tpcc else schemas.OLTP_PREPARE,
                 tables=self.tables,
                 table_size=self.table_size,
-                options={k: v for k, v in plan.options.items() if k != "tpcc_warmup"},
+                options={k: v for k, v in plan.options.items() if k != "tpcc_warmup"}
+                if tpcc
+                else {},
+                auto_inc=tpcc,
             )
-            # A prepare cut short leaves the schema incomplete: `_complete` finds it next time.
+            # A prepare cut short leaves no marker: the schema is prepared again next time.
             ((code, output),) = run_processes(
                 [argv], timeout=PREPARE_TIMEOUT_S, cancel=cancel, name=f"prepare of {database}"
             )
@@ -332,24 +374,23 @@ class ClusterTarget(Target):
                 raise TargetError(
                     f"sysbench prepare of {database} failed: " + self._redact(output[-2000:])
                 )
+            with self._schema_cursor(node, database) as cursor:
+                schemas.finish(cursor, database, made)
             self._prepared.add(database)
+            prepared.append(database)
+        return prepared
 
-    def _complete(self, cursor: Any, database: str) -> bool:
-        """Whether a schema left by an earlier worker has every table with every row (for the
-        TPC-C-like schema: its nine tables and its warehouses)."""
-        tpcc = database.startswith("tpcc_w")
-        cursor.execute(
-            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s", (database,)
-        )
-        if cursor.fetchone()[0] != (TPCC_TABLES if tpcc else self.tables):
-            return False
-        if tpcc:
-            cursor.execute(f"SELECT COUNT(*) FROM {database}.warehouse")
-            return bool(cursor.fetchone()[0] == int(database.removeprefix("tpcc_w")))
-        cursor.execute(f"SELECT COUNT(*) FROM {database}.sbtest{self.tables}")
-        return bool(cursor.fetchone()[0] == self.table_size)
+    def _schema_cursor(
+        self, node: galera_sql.Node, database: str
+    ) -> contextlib.AbstractContextManager[Cursor]:
+        """A cursor for checking and finishing a schema: counting and altering big tables
+        takes longer than a status query."""
+        connection = galera_sql.connect(node, self.credentials, timeout=PREPARE_TIMEOUT_S)
+        return galera_sql.cursor_of(connection, f"the schema {database} on {node.name}")
 
-    def _run_commands(self, nodes: list[galera_sql.Node], plan: TrialPlan) -> list[list[str]]:
+    def _run_commands(
+        self, nodes: list[galera_sql.Node], plan: TrialPlan, secret: Path | None
+    ) -> list[list[str]]:
         """One sysbench run per client machine; clients go round the nodes that take load,
         the others only replicate."""
         loaded = nodes[: plan.load_nodes]
@@ -358,7 +399,7 @@ class ClusterTarget(Target):
             # A client machine sits in its node's site.
             node = loaded[(client - 1) % len(loaded)]
             argv = sysbench.run_command(
-                self._connection(node, _database(plan, client)),
+                self._connection(node, _database(plan, client), secret),
                 workload=plan.workload,
                 threads=plan.threads_per_client,
                 time_s=plan.runtime_s,
@@ -390,13 +431,15 @@ class ClusterTarget(Target):
             self._sysbench_version = done.stdout.strip() or done.stderr.strip()
         return record.versions(node, self.credentials, self._sysbench_version)
 
-    def _connection(self, node: galera_sql.Node, database: str) -> sysbench.Connection:
+    def _connection(
+        self, node: galera_sql.Node, database: str, secret: Path | None
+    ) -> sysbench.Connection:
         return sysbench.Connection(
             host=node.host,
             port=node.port,
             user=self.credentials.user,
-            password=self.credentials.password,
             database=database,
+            password_file=secret,
         )
 
     def _redact(self, text: str) -> str:

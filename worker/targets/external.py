@@ -2,12 +2,15 @@
 
 Settings: `nodes` (a list of `{host, port}`, optionally with `start`, `stop` and `restart`
 commands as argument lists), `user`, and `password_env`, the name of the environment variable that
-holds the password (never the password itself). The node-count factor picks how many of the
-listed nodes receive client load, as the published 4-node study did. A node that does not answer
-before a trial is started with its `start` command when it has one; `stop` commands run when the
-worker exits. A trial with restart-only settings runs each node's `restart` command with the
-settings appended as `name=value` arguments (the operator's script writes them where the server
-reads them and restarts it), one node at a time, each back in the cluster before the next.
+holds the password (never the password itself); `state_dir`, where the worker keeps the values
+the trials' settings replaced until they are set back (`worker.targets.restore`; by default
+~/.local/state/galera-doe, so a worker restarted on the same machine finds them). The
+node-count factor picks how many of the listed nodes receive client load, as the published
+4-node study did. A node that does not answer before a trial is started with its `start` command
+when it has one; `stop` commands run when the worker exits. A trial with restart-only settings
+runs each node's `restart` command with the settings appended as `name=value` arguments (the
+operator's script writes them where the server reads them and restarts it), one node at a time,
+each back in the cluster before the next.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import os
 import subprocess
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
-from worker import galera_sql
+from worker import galera_sql, sysbench
+from worker.targets import restore
 from worker.targets.base import InfeasibleError, InfrastructureError, TargetError
 from worker.targets.cluster import ClusterTarget
 
@@ -52,14 +57,25 @@ class ExternalTarget(ClusterTarget):
         password = os.environ.get(str(password_env), "") if password_env else ""
         if password_env and password_env not in os.environ:
             raise TargetError(f"target '{name}': environment variable {password_env} is not set")
+        try:
+            sysbench.check_password(password)
+        except ValueError as error:
+            raise TargetError(f"target '{name}': the password in {password_env}: {error}") from None
         self._credentials = galera_sql.Credentials(
             user=str(self.settings.get("user", "root")), password=password
         )
+        state_dir = Path(self.settings.get("state_dir") or restore.DEFAULT_STATE_DIR).expanduser()
+        self._restore_file = restore.external_file(state_dir, name)
 
     @property
     def credentials(self) -> galera_sql.Credentials:
         """The operator's user, with the password read from the environment."""
         return self._credentials
+
+    @property
+    def restore_file(self) -> Path:
+        """In the worker's state directory, under the target's name."""
+        return self._restore_file
 
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """The first `count` nodes: they receive the client load."""

@@ -18,6 +18,8 @@ from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget, TrialPlan
 from worker.wan.delay_proxy import Delay
 
+# The values the trials' settings replaced, to set back (`worker.targets.restore`).
+RESTORE_FILE = "restore.json"
 LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
 
 
@@ -50,6 +52,11 @@ class LabTarget(ClusterTarget):
     def credentials(self) -> galera_sql.Credentials:
         """The user the lab created when it bootstrapped."""
         return self.cluster.credentials
+
+    @property
+    def restore_file(self) -> Path:
+        """Beside the datadirs: it belongs to the cluster, whichever lab target drives it."""
+        return self.cluster.layout.base_dir / RESTORE_FILE
 
     def place(self, plan: TrialPlan) -> None:
         """Split the nodes over the trial's sites, the WAN between them at its round trip."""
