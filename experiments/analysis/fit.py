@@ -137,7 +137,7 @@ def fit(
                 *(term_list[j] for j in range(len(terms.names)) if j not in factor_terms),
             ],
             split_plot=split,
-            method=_method(split),
+            method=_method(split, whole_plots),
             explanation=_explanation(
                 response, goal, fitted, (ranked, term_list, statistics, misfit, best, table)
             ),
@@ -200,8 +200,11 @@ def _terms(results: RegressionResults, names: Sequence[str]) -> list[Term]:
     ]
 
 
-def _method(split: SplitPlotFit | None) -> str:
+def _method(split: SplitPlotFit | None, whole_plots: Sequence[int | None] | None) -> str:
     if split is None:
+        if any(p is not None for p in whole_plots or ()):
+            # Every run in one whole plot: no between-plot variance to estimate yet.
+            return "ordinary least squares (every run so far lies in one whole plot)"
         return "ordinary least squares (the runs did not come in whole plots)"
     if split.method == "REML":
         return (

@@ -479,6 +479,19 @@ def test_partly_labelled_whole_plots_are_analysed_by_ols_with_a_note():
     assert note in analysis.method
 
 
+def test_runs_of_one_whole_plot_are_not_said_to_come_in_none():
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "nodes", "kind": "integer", "low": 1, "high": 5, "hard_to_change": True},
+            {"name": "threads", "low": -1, "high": 1},
+        ]
+    )
+    configs = [{"nodes": 3, "threads": t} for t in (-1.0, 0.0, 1.0, 1.0)]
+    analysis = fit(space, configs, [100.0, 103.0, 107.0, 106.0], whole_plots=[1, 1, 1, 1])
+    assert analysis.split_plot is None
+    assert analysis.method == "ordinary least squares (every run so far lies in one whole plot)"
+
+
 def test_a_hard_to_change_factor_that_varies_inside_a_whole_plot_is_found():
     space = FactorSpace.from_dicts(
         [
