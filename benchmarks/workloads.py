@@ -52,7 +52,10 @@ def prepare_seconds(target: ExternalTarget, node: galera_sql.Node, workload: str
             table_size=SETTINGS["table_size"],
         )  # fmt: skip
         started = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=600, check=False,
+            pass_fds=sysbench.inherited(secret),
+        )  # fmt: skip
         elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"prepare of {workload} failed: {done.stdout[-500:]}")

@@ -3,8 +3,8 @@ per-interval series are `experiments.intervals`).
 
 Nothing here starts a process: `prepare_command` and `run_command` return argument lists for
 `subprocess.run` (never a shell), without the password (argv is readable by every local user in
-`ps` and /proc/<pid>/cmdline): `password_file` hands it to sysbench in its `--config-file`, a
-file only this user can read, removed after the run. `parse` reads what sysbench printed,
+`ps` and /proc/<pid>/cmdline): `password_file` hands it to sysbench as its `--config-file`, an
+anonymous file in memory the process inherits. `parse` reads what sysbench printed,
 `steady_state` estimates the steady-state throughput and p95 latency from the per-interval
 reports, and `combine` merges the outputs of several client processes that ran at the same time.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +91,20 @@ class SysbenchOutputError(ValueError):
 
 
 @dataclass(frozen=True)
+class PasswordFile:
+    """sysbench's --config-file with the password: an anonymous file in memory (memfd_create),
+    on no disk, freed with the last process that holds it (a worker killed by SIGKILL leaves no
+    copy). A sysbench process reads it as `path` once it inherits `fd` (`pass_fds`)."""
+
+    fd: int
+
+    @property
+    def path(self) -> str:
+        """The file as the process that inherited `fd` opens it."""
+        return f"/proc/self/fd/{self.fd}"
+
+
+@dataclass(frozen=True)
 class Connection:
     """Where one sysbench client connects; the password is in `password_file` (from
     `password_file()`; None: an account without a password)."""
@@ -100,7 +113,7 @@ class Connection:
     port: int
     user: str
     database: str
-    password_file: Path | None = None
+    password_file: PasswordFile | None = None
 
     def __post_init__(self) -> None:
         # sysbench reads --mysql-host and --mysql-port as comma-separated lists and would
@@ -122,7 +135,7 @@ def _connection_args(connection: Connection) -> list[str]:
         f"--mysql-host={connection.host}",
         f"--mysql-port={connection.port}",
         f"--mysql-user={connection.user}",
-        *([f"--config-file={secret}"] if secret is not None else []),
+        *([f"--config-file={secret.path}"] if secret is not None else []),
         f"--mysql-db={connection.database}",
     ]
 
@@ -149,19 +162,26 @@ def check_password(password: str) -> None:
 
 
 @contextlib.contextmanager
-def password_file(password: str) -> Iterator[Path | None]:
-    """A sysbench --config-file that holds `password` (for `Connection.password_file`): mode
-    0600 in a directory of its own (mode 0700), both removed on exit; None without a password."""
+def password_file(password: str) -> Iterator[PasswordFile | None]:
+    """The `PasswordFile` that holds `password` (for `Connection.password_file`), closed on exit;
+    None without a password. Not a file in a directory: one there outlives a worker killed while
+    sysbench runs, and sysbench reads its --config-file as it starts, so it cannot go earlier.
+    Close-on-exec: only the processes it is passed to inherit it."""
     if not password:
         yield None
         return
-    line = _password_line(password)
-    with tempfile.TemporaryDirectory(prefix="galera-doe-sysbench-") as directory:
-        path = Path(directory) / "password.cnf"
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(line)
-        yield path
+    line = _password_line(password).encode()
+    descriptor = os.memfd_create("galera-doe-sysbench-password", os.MFD_CLOEXEC)
+    try:
+        os.write(descriptor, line)
+        yield PasswordFile(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def inherited(secret: PasswordFile | None) -> tuple[int, ...]:
+    """The descriptors a sysbench process given `secret` must inherit (`pass_fds`)."""
+    return () if secret is None else (secret.fd,)
 
 
 def _check_positive(**values: int) -> None:

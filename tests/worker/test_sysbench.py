@@ -8,8 +8,8 @@ are the numbers sysbench printed, to its printed precision.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
-import stat
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +24,12 @@ from worker.sysbench import (
     WORKLOADS,
     Connection,
     Interval,
+    PasswordFile,
     RunResult,
     SysbenchOutputError,
     check_password,
     combine,
+    inherited,
     parse,
     password_file,
     prepare_command,
@@ -115,7 +117,7 @@ CONNECTION = Connection(
     port=3307,
     user="sbtest",
     database="sbtest2",
-    password_file=Path("/tmp/galera-doe-sysbench-x/password.cnf"),
+    password_file=PasswordFile(7),
 )
 
 
@@ -310,7 +312,7 @@ def test_run_command_is_an_argument_list_with_the_run_settings():
 def test_the_password_is_in_the_config_file_never_an_argument():
     prepare = prepare_command(CONNECTION, workload="oltp_insert", tables=1, table_size=1)
     for argv in (run_argv(), prepare):
-        assert "--config-file=/tmp/galera-doe-sysbench-x/password.cnf" in argv
+        assert "--config-file=/proc/self/fd/7" in argv
         assert not any("password=" in argument for argument in argv)
         assert "sh" not in argv and "-c" not in argv
     no_password = dataclasses.replace(CONNECTION, password_file=None)
@@ -319,19 +321,23 @@ def test_the_password_is_in_the_config_file_never_an_argument():
 
 
 @pytest.mark.parametrize("password", [PASSWORD, "a b#c,d=e'f\\g", 'say "when"', "x" * 237])
-def test_the_password_file_is_private_holds_the_password_and_goes_away(password: str):
-    with password_file(password) as path:
-        assert path is not None
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-        assert len(path.parent.name) > len("galera-doe-sysbench-")  # a directory of its own
-        # sysbench 1.0's reader (src/sb_options.c): name=value, a quoted value verbatim.
-        name, value = path.read_text().rstrip("\n").split("=", 1)
-        assert name == "mysql-password" and value[0] == value[-1] in "'\""
-        assert value[1:-1] == password
-    assert not path.exists() and not path.parent.exists()
+def test_the_password_file_is_in_memory_holds_the_password_and_goes_away(password: str):
+    with password_file(password) as secret:
+        assert secret is not None
+        # An anonymous file in memory, not inherited unless passed, on no disk.
+        assert os.readlink(f"/proc/self/fd/{secret.fd}").startswith("/memfd:")
+        assert not os.get_inheritable(secret.fd)
+        # sysbench 1.0's reader (src/sb_options.c): name=value, a quoted value verbatim;
+        # every process that opens it reads it from the start.
+        for _ in range(2):
+            name, value = Path(secret.path).read_text().rstrip("\n").split("=", 1)
+            assert name == "mysql-password" and value[0] == value[-1] in "'\""
+            assert value[1:-1] == password
+        assert inherited(secret) == (secret.fd,)
+    with pytest.raises(OSError):
+        os.fstat(secret.fd)
     with password_file("") as nothing:
-        assert nothing is None
+        assert nothing is None and inherited(nothing) == ()
 
 
 @pytest.mark.parametrize(

@@ -265,7 +265,7 @@ class ClusterTarget(Target):
                 # the record alike (a second read would reset wsrep_local_recv_queue_avg again).
                 states_before = record.node_states(nodes, self.credentials)
                 started = time.monotonic()
-                outputs = self._benchmark(argvs, plan, cancel)
+                outputs = self._benchmark(argvs, plan, cancel, secret)
                 elapsed = time.monotonic() - started
             states_after = record.node_states(nodes, self.credentials)
             if plan.workload in RESIZING_WORKLOADS:
@@ -332,7 +332,7 @@ class ClusterTarget(Target):
         plan: TrialPlan,
         cancel: threading.Event | None = None,
         *,
-        secret: Path | None,
+        secret: sysbench.PasswordFile | None,
     ) -> list[str]:
         """Prepare each schema the trial's clients use unless it is as the trial's prepare
         would leave it (`schemas`); the schemas prepared. `secret`: the password file."""
@@ -368,7 +368,11 @@ class ClusterTarget(Target):
             )
             # A prepare cut short leaves no marker: the schema is prepared again next time.
             ((code, output),) = run_processes(
-                [argv], timeout=PREPARE_TIMEOUT_S, cancel=cancel, name=f"prepare of {database}"
+                [argv],
+                timeout=PREPARE_TIMEOUT_S,
+                cancel=cancel,
+                name=f"prepare of {database}",
+                pass_fds=sysbench.inherited(secret),
             )
             if code != 0:
                 raise TargetError(
@@ -389,7 +393,7 @@ class ClusterTarget(Target):
         return galera_sql.cursor_of(connection, f"the schema {database} on {node.name}")
 
     def _run_commands(
-        self, nodes: list[galera_sql.Node], plan: TrialPlan, secret: Path | None
+        self, nodes: list[galera_sql.Node], plan: TrialPlan, secret: sysbench.PasswordFile | None
     ) -> list[list[str]]:
         """One sysbench run per client machine; clients go round the nodes that take load,
         the others only replicate."""
@@ -412,11 +416,18 @@ class ClusterTarget(Target):
         return commands
 
     def _benchmark(
-        self, argvs: list[list[str]], plan: TrialPlan, cancel: threading.Event | None
+        self,
+        argvs: list[list[str]],
+        plan: TrialPlan,
+        cancel: threading.Event | None,
+        secret: sysbench.PasswordFile | None,
     ) -> list[str]:
         deadline = plan.runtime_s + self.warmup_s + 120
         outputs = []
-        for code, output in run_processes(argvs, timeout=deadline, cancel=cancel):
+        inherited = sysbench.inherited(secret)
+        for code, output in run_processes(
+            argvs, timeout=deadline, cancel=cancel, pass_fds=inherited
+        ):
             if code != 0:
                 tail = self._redact(output[-2000:])
                 if any(marker in output for marker in INFEASIBLE_MARKERS):
@@ -432,7 +443,7 @@ class ClusterTarget(Target):
         return record.versions(node, self.credentials, self._sysbench_version)
 
     def _connection(
-        self, node: galera_sql.Node, database: str, secret: Path | None
+        self, node: galera_sql.Node, database: str, secret: sysbench.PasswordFile | None
     ) -> sysbench.Connection:
         return sysbench.Connection(
             host=node.host,
@@ -456,8 +467,10 @@ def run_processes(
     timeout: float,
     cancel: threading.Event | None = None,
     name: str = "sysbench",
+    pass_fds: Sequence[int] = (),
 ) -> list[tuple[int, str]]:
-    """Run the commands at once and return each one's exit code and output, in order.
+    """Run the commands at once and return each one's exit code and output, in order; each
+    inherits the descriptors `pass_fds` (the password file) and no other.
 
     Every process is stopped by its pid (SIGTERM, SIGKILL after STOP_GRACE_S) when `cancel` is
     set (TrialCancelledError), when `timeout` seconds pass (InfrastructureError), or on any
@@ -470,7 +483,11 @@ def run_processes(
         try:
             for argv, output in zip(argvs, outputs, strict=True):
                 process = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=pass_fds,
                 )
                 processes.append(process)
                 log.info("started %s (pid %d)", name, process.pid)
