@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 from app.config import Settings
 from app.target_specs import TargetSpec, load_targets
 from client.cli import cli
+from worker.galera_sql import PROBE_SCHEMA
 from worker.targets import build_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -422,6 +423,8 @@ def test_the_benchmark_user_gets_its_grants_on_the_bootstrap_node(
     assert grantees == {user}
     assert re.search(r"GRANT\s+ALL PRIVILEGES ON\s+`sbtest%`\.\*", sql), "sysbench schemas"
     assert re.search(r"GRANT\s+SUPER\b", sql), "SET GLOBAL of the factors"
+    probe = re.escape(PROBE_SCHEMA)
+    assert re.search(rf"GRANT\s+ALL PRIVILEGES ON\s+`{probe}`\.\*", sql), "the commit probe"
     assert "IDENTIFIED" not in sql.upper(), "the password comes from MARIADB_PASSWORD"
 
 

@@ -5,6 +5,8 @@
 
 -- sysbench creates, fills and drops one schema per client machine: sbtest1, sbtest2, ...
 GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%';
+-- The worker times single-row commits (commit_latency_ms) in a schema of its own.
+GRANT ALL PRIVILEGES ON `galera_doe_probe`.* TO 'sbtest'@'%';
 -- Factors other than the cluster's shape are server variables, set with SET GLOBAL on every
 -- node before a trial (SUPER); max_connections and its kin need CONNECTION ADMIN since 10.5.
 GRANT SUPER, CONNECTION ADMIN ON *.* TO 'sbtest'@'%';
