@@ -26,6 +26,7 @@ from app.main import create_app
 from app.queue import TRIALS_QUEUE_PREFIX
 from app.services import api_keys
 from app.services.api_keys import Role
+from app.target_specs import DEFAULT_TARGETS
 from client.http import Client
 from client.processes import running_service
 
@@ -174,9 +175,20 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
+# A simulated cluster whose nodes take at most 32 connections: trials beyond fail as
+# infeasible on the target, as a real node's 'Too many connections' does.
+CAPPED_SIMULATED = {
+    "name": "simulated-32",
+    "kind": "simulated",
+    "settings": {"max_connections": 32},
+}
+
+
 @pytest.fixture(scope="module")
 def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    """The API and one worker as child processes, on the test database and the test Redis."""
+    """The API and one worker as child processes, on the test database and the test Redis,
+    serving the built-in targets and `CAPPED_SIMULATED`."""
     root = tmp_path_factory.mktemp("service")
-    with running_service(service_env(settings, root), root) as running:
+    targets = [*DEFAULT_TARGETS, CAPPED_SIMULATED]
+    with running_service(service_env(settings, root, targets), root) as running:
         yield running.client

@@ -15,6 +15,7 @@ from app.config import Settings
 from app.queue import RUN_TRIAL_TASK, trial_queue
 from client.http import Client
 from client.processes import wait_until
+from tests.conftest import CAPPED_SIMULATED
 
 pytestmark = pytest.mark.integration
 
@@ -91,13 +92,13 @@ def test_cancel_stops_what_has_not_run(service: Client):
 
 
 def test_failed_trials_keep_their_error_and_are_left_out_of_the_fit(service: Client):
-    # The simulated cluster has at most 16 nodes: the runs at 40 nodes fail on the target.
+    # One client on a node that takes at most 32 connections: the runs at 64 threads fail.
     spec = {
-        "name": "beyond the simulator",
-        "target": "simulated",
+        "name": "beyond max_connections",
+        "target": CAPPED_SIMULATED["name"],
         "factors": [
-            {"name": "nodes", "kind": "integer", "levels": [1, 3, 9, 40]},
-            {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 32},
+            {"name": "nodes", "kind": "integer", "levels": [1, 3, 9]},
+            {"name": "threads_per_client", "kind": "integer", "levels": [4, 8, 16, 64]},
         ],
         "design": {"kind": "full_factorial", "levels": 3, "seed": 5},
         "objective": {"response": "tps"},
@@ -105,7 +106,8 @@ def test_failed_trials_keep_their_error_and_are_left_out_of_the_fit(service: Cli
     created, done = run_to_completion(service, spec)
     assert done["progress"]["failed"] == 3 and done["progress"]["succeeded"] == 9
     failed = [t for t in service.trials(created["id"]) if t["status"] == "failed"]
-    assert all(t["config"]["nodes"] == 40 and "nodes" in t["error"] for t in failed)
+    assert all(t["config"]["threads_per_client"] == 64 for t in failed)
+    assert all("Too many connections" in t["error"] for t in failed)
     assert all(t["responses"] is None and t["finished_at"] for t in failed)
     analysis = service.analysis(created["id"])
     assert analysis["trials_used"] == 9 and analysis["trials_failed"] == 3

@@ -9,15 +9,12 @@ first test is the same run every time.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from app.config import Settings
-from app.target_specs import DEFAULT_TARGETS
 from client.http import Client
-from client.processes import running_service
-from tests.conftest import service_env
+from tests.conftest import CAPPED_SIMULATED
 from tests.integration.test_end_to_end import wait_for_status
 from worker.targets.simulated import expected_responses, true_optimum
 
@@ -29,19 +26,6 @@ def settings(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settin
     """A database of the module's own (see the module docstring)."""
     path = tmp_path_factory.mktemp("loop-db") / "loop.sqlite3"
     return Settings(database_url=f"sqlite+aiosqlite:///{path}", broker_url=redis_url)
-
-
-@pytest.fixture(scope="module")
-def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    """The API and one worker serving the built-in targets and `simulated-32`, a simulated
-    cluster whose nodes take at most 32 connections."""
-    root = tmp_path_factory.mktemp("service")
-    targets = [
-        *DEFAULT_TARGETS,
-        {"name": "simulated-32", "kind": "simulated", "settings": {"max_connections": 32}},
-    ]
-    with running_service(service_env(settings, root, list(targets)), root) as running:
-        yield running.client
 
 
 FIVE_FACTORS = [
@@ -117,7 +101,7 @@ def test_the_loop_goes_on_after_failed_trials_and_never_repeats_them(service: Cl
         {"name": "clients", "kind": "integer", "low": 1, "high": 8},
         {"name": "threads_per_client", "kind": "integer", "low": 4, "high": 32},
     ]
-    spec = loop_spec("loop through failures", factors) | {"target": "simulated-32"}
+    spec = loop_spec("loop through failures", factors) | {"target": CAPPED_SIMULATED["name"]}
     created = service.create_experiment(spec)
     service.optimize(created["id"], budget=24, strategy="auto")
     experiment = wait_for_loop(service, created["id"])
