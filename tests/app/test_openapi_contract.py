@@ -31,7 +31,6 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.main import create_app
 from tests.app import test_schema_fuzz as fuzz
 from tests.app.test_schema_fuzz import Seeded, aim
 
@@ -85,27 +84,11 @@ CHECKS = [
     allow_lists_the_documented_methods,
 ]
 
-schema = schemathesis.openapi.from_dict(
-    create_app().openapi(),
-    config=schemathesis.Config.from_dict(
-        {
-            "seed": SEED,
-            "generation": {
-                "mode": "all",
-                "max-examples": MAX_EXAMPLES,
-                "deterministic": True,
-                "database": "none",
-                "with-security-parameters": False,
-            },
-            "phases": {
-                "examples": {"enabled": True},
-                "coverage": {"enabled": True},
-                "fuzzing": {"enabled": True},
-                "stateful": {"enabled": True},
-            },
-            "checks": {"positive_data_acceptance": {"expected-statuses": POSITIVE_STATUSES}},
-        }
-    ),
+schema = fuzz.app_schema(
+    SEED,
+    MAX_EXAMPLES,
+    {phase: {"enabled": True} for phase in ("examples", "coverage", "fuzzing", "stateful")},
+    {"positive_data_acceptance": {"expected-statuses": POSITIVE_STATUSES}},
 )
 
 

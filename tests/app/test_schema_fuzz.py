@@ -180,24 +180,33 @@ def fuzz_app(fuzz_settings: Settings, seeded: Seeded) -> Iterator[FastAPI]:
     asgi.shutdown_lifespans()
 
 
-# The schema does not depend on the settings: the module's default app gives it at import.
-schema = schemathesis.openapi.from_dict(
-    create_app().openapi(),
-    config=schemathesis.Config.from_dict(
-        {
-            "seed": SEED,
-            "generation": {
-                "mode": "all",
-                "max-examples": MAX_EXAMPLES,
-                "deterministic": True,
-                "database": "none",
-                # The key is sent by the test, never generated.
-                "with-security-parameters": False,
-            },
-            "phases": {"stateful": {"enabled": False}},
-        }
-    ),
-)
+def app_schema(
+    seed: int, max_examples: int, phases: dict[str, Any], checks: dict[str, Any] | None = None
+) -> Any:
+    """The app's OpenAPI document as schemathesis tests it, generating `max_examples` cases per
+    operation deterministically from `seed`. The document does not depend on the settings: the
+    default app gives it."""
+    return schemathesis.openapi.from_dict(
+        create_app().openapi(),
+        config=schemathesis.Config.from_dict(
+            {
+                "seed": seed,
+                "generation": {
+                    "mode": "all",
+                    "max-examples": max_examples,
+                    "deterministic": True,
+                    "database": "none",
+                    # The key is sent by the test, never generated.
+                    "with-security-parameters": False,
+                },
+                "phases": phases,
+                "checks": checks or {},
+            }
+        ),
+    )
+
+
+schema = app_schema(SEED, MAX_EXAMPLES, {"stateful": {"enabled": False}})
 
 
 def aim(case: schemathesis.Case, seeded: Seeded) -> None:
