@@ -18,7 +18,7 @@ from celery.signals import worker_shutdown
 
 from app.config import get_settings
 from app.queue import ADVANCE_OPTIMIZATION_TASK, RUN_TRIAL_TASK, TaskQueue
-from app.services import trial_runs
+from app.services import optimization_loop, trial_runs
 from app.services.trial_runs import ClaimedTrial, Outcome
 from app.statuses import Failure
 from app.target_specs import load_targets
@@ -68,7 +68,7 @@ def advance_optimization(optimization_id: int) -> str:
     """Plan and send the next round of a closed optimization loop, or record why it stopped."""
     settings = get_settings()
     return runtime.run(
-        trial_runs.advance_loop(
+        optimization_loop.advance_loop(
             optimization_id,
             steps=runtime.retrying,
             queue=TaskQueue(settings.broker_url),

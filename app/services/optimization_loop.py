@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import math
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,9 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import models, rows
 from app.db.models import utcnow
+from app.db.session import unreachable
 from app.queue import TaskQueue
 from app.services import access, analysis_inputs, progress, suggestions, trial_runs
 from app.services.errors import ConflictError, NotFoundError, UnavailableError
+from app.services.trial_runs.execution import Steps
 from app.statuses import (
     FINAL_TRIAL_STATUSES,
     ExperimentStatus,
@@ -40,6 +44,8 @@ from experiments.factors import Config, FactorSpace
 from experiments.numbers import finite_or_none
 from experiments.suggest import DONE, Plan, Recommendation, next_batch
 from experiments.terms import DEFAULT_MODEL
+
+log = logging.getLogger(__name__)
 
 LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")
 MAX_BUDGET = 500
@@ -346,3 +352,33 @@ async def _finish(
     ):
         experiment.status = ExperimentStatus.COMPLETED
     await session.commit()
+
+
+async def advance_loop(
+    optimization_id: int, *, steps: Steps, queue: TaskQueue, targets: Mapping[str, TargetSpec]
+) -> str:
+    """One step of the loop; a loop that breaks is marked failed with its error, never left
+    running with nothing to run. The step is retried while the database is unreachable (a
+    round is claimed atomically: a step that did commit plans nothing the second time)."""
+    try:
+        sent = await steps(
+            f"advancing optimization {optimization_id}",
+            lambda session: advance(
+                session, optimization_id=optimization_id, queue=queue, targets=targets
+            ),
+        )
+    except UnavailableError as error:
+        # The round's trials stay pending: a later start, or the next step, sends them.
+        log.warning("optimization %s: trials not sent: %s", optimization_id, error)
+        return "broker unavailable"
+    except Exception as error:
+        if unreachable(error):
+            return "database unavailable"  # logged by `steps`; the loop is left as it was
+        log.exception("optimization %s failed", optimization_id)
+        failure = traceback.format_exc(limit=5)
+        await steps(
+            f"recording the failure of optimization {optimization_id}",
+            lambda session: fail(session, optimization_id=optimization_id, error=failure),
+        )
+        return "failed"
+    return f"sent {len(sent)} trial(s)"

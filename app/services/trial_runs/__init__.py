@@ -4,7 +4,7 @@ back in the queue when its worker or its message was lost (`reaping`)."""
 
 from __future__ import annotations
 
-from app.services.trial_runs.execution import Outcome, Worker, advance_loop, execute
+from app.services.trial_runs.execution import Outcome, Worker, execute
 from app.services.trial_runs.reaping import Reaped, reap
 from app.services.trial_runs.sending import (
     mark_fresh_replicates,
@@ -33,7 +33,6 @@ __all__ = [
     "Reaped",
     "Worker",
     "acquire_target",
-    "advance_loop",
     "claim",
     "execute",
     "held_by",

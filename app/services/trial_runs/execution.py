@@ -29,14 +29,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
-from app.db.session import AsyncSession, describe, unreachable
+from app.db.session import AsyncSession, describe
 from app.queue import TaskQueue
-from app.services import optimization_loop
-from app.services.errors import UnavailableError
 from app.services.trial_runs import states
 from app.services.trial_runs.states import ClaimedTrial
 from app.statuses import Failure, TrialStatus
-from app.target_specs import TargetSpec
 
 log = logging.getLogger(__name__)
 
@@ -119,38 +116,6 @@ async def execute(trial_id: int, worker: Worker) -> str:
             f"releasing target {target}",
             lambda session: states.release_target(session, target=target, holder=worker.holder),
         )
-
-
-async def advance_loop(
-    optimization_id: int, *, steps: Steps, queue: TaskQueue, targets: Mapping[str, TargetSpec]
-) -> str:
-    """One step of the loop; a loop that breaks is marked failed with its error, never left
-    running with nothing to run. The step is retried while the database is unreachable (a
-    round is claimed atomically: a step that did commit plans nothing the second time)."""
-    try:
-        sent = await steps(
-            f"advancing optimization {optimization_id}",
-            lambda session: optimization_loop.advance(
-                session, optimization_id=optimization_id, queue=queue, targets=targets
-            ),
-        )
-    except UnavailableError as error:
-        # The round's trials stay pending: a later start, or the next step, sends them.
-        log.warning("optimization %s: trials not sent: %s", optimization_id, error)
-        return "broker unavailable"
-    except Exception as error:
-        if unreachable(error):
-            return "database unavailable"  # logged by `steps`; the loop is left as it was
-        log.exception("optimization %s failed", optimization_id)
-        failure = traceback.format_exc(limit=5)
-        await steps(
-            f"recording the failure of optimization {optimization_id}",
-            lambda session: optimization_loop.fail(
-                session, optimization_id=optimization_id, error=failure
-            ),
-        )
-        return "failed"
-    return f"sent {len(sent)} trial(s)"
 
 
 async def _wait_for_target(trial_id: int, target: str, worker: Worker) -> bool:
