@@ -28,8 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 from client.processes import ChildProcess, wait_until
-from worker.lab_layout import LabLayout, free_layout
-from worker.lab_supervisor import MARIADBD, LabCluster
+from worker.lab.layout import LabLayout, free_layout
+from worker.lab.supervisor import MARIADBD, LabCluster
 from worker.wan.delay_proxy import Delay
 
 NODES = 3

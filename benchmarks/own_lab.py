@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from worker.lab_layout import free_layout
+from worker.lab.layout import free_layout
 from worker.targets.lab import LabTarget, settings_of
 
 

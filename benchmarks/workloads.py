@@ -23,8 +23,8 @@ from rich.table import Table
 
 from app.target_specs import WORKLOADS
 from worker import galera_sql, sysbench
-from worker.lab_layout import free_layout
-from worker.lab_supervisor import LabCluster
+from worker.lab.layout import free_layout
+from worker.lab.supervisor import LabCluster
 from worker.targets.external import ExternalTarget
 
 PASSWORD_ENV = "GALERA_DOE_BENCH_PASSWORD"

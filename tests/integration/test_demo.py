@@ -17,8 +17,8 @@ import pytest
 import redis
 import yaml
 
-from app.key_admin import list_keys
-from worker.lab_layout import free_layout
+from app.services.api_keys import list_keys
+from worker.lab.layout import free_layout
 from worker.targets.lab import settings_of
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,8 @@ from client.http import Client
 from client.processes import ChildProcess, free_port, wait_until
 from tests.integration import test_lab
 from tests.integration.test_faults import SPEC, Stack, ready
-from worker import lab_layout, lab_supervisor
+from worker.lab import layout as lab_layout
+from worker.lab import supervisor as lab_supervisor
 
 pytestmark = pytest.mark.integration
 

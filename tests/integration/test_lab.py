@@ -32,8 +32,10 @@ from client.processes import running_service
 from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
-from worker import galera_sql, lab_layout, lab_supervisor, sysbench
-from worker.lab import print_status
+from worker import galera_sql, sysbench
+from worker.lab import layout as lab_layout
+from worker.lab import supervisor as lab_supervisor
+from worker.lab.cli import print_status
 from worker.targets.base import InfeasibleError, TargetError, TrialResult
 from worker.targets.external import ExternalTarget
 from worker.targets.lab import LabTarget, settings_of

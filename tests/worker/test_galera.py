@@ -1,4 +1,4 @@
-"""The SQL client (`worker.galera_sql`) and the lab supervisor (`worker.lab_supervisor`) on real
+"""The SQL client (`worker.galera_sql`) and the lab supervisor (`worker.lab.supervisor`) on real
 mariadbd processes: resize, rejoin, replication, variables, adoption. One file for both rooms:
 one cluster serves the module (bootstrapping costs seconds); each test brings it to the size it
 needs. It lives under /var/tmp (the mysql user must traverse every parent of a datadir, which a
@@ -31,8 +31,8 @@ from worker.galera_sql import (
     global_status,
     set_globals,
 )
-from worker.lab_layout import LabLayout, free_layout
-from worker.lab_supervisor import LabCluster
+from worker.lab.layout import LabLayout, free_layout
+from worker.lab.supervisor import LabCluster
 
 pytestmark = pytest.mark.integration
 

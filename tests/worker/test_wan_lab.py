@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from worker.galera_sql import global_status, global_variables, provider_options
-from worker.lab import print_status
-from worker.lab_layout import LabLayout, free_layout
-from worker.lab_supervisor import LabCluster
+from worker.lab.cli import print_status
+from worker.lab.layout import LabLayout, free_layout
+from worker.lab.supervisor import LabCluster
 from worker.targets.base import InfeasibleError
 from worker.targets.lab import LabTarget, settings_of
 from worker.wan.delay_proxy import Delay
@@ -210,7 +210,7 @@ def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed
     assert not namespaces(layout)
     # A worker that put the nodes on two sites dies without a word.
     script = (
-        "import sys; from worker.lab_supervisor import LabCluster; "
+        "import sys; from worker.lab.supervisor import LabCluster; "
         "from worker.targets.lab import layout_from; from worker.wan.delay_proxy import Delay; "
         "import json; lab = LabCluster(layout_from(json.loads(sys.argv[1]))); "
         "lab.place(2, Delay(rtt_ms=20)); lab.resize(2); print('up', flush=True); "

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from app.target_specs import CLUSTER_FACTORS, WAN_FACTORS
-from worker import galera_sql, lab_layout, lab_supervisor
+from worker import galera_sql
+from worker.lab.layout import LabLayout
+from worker.lab.supervisor import LabCluster
 from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget, TrialPlan
 from worker.wan.delay_proxy import Delay
@@ -23,15 +25,15 @@ RESTORE_FILE = "restore.json"
 LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
 
 
-def layout_from(settings: Mapping[str, Any]) -> lab_layout.LabLayout:
+def layout_from(settings: Mapping[str, Any]) -> LabLayout:
     """The cluster layout a `lab` target's settings describe (defaults for the rest)."""
     layout = {k: settings[k] for k in LAYOUT_SETTINGS if k in settings}
     if "base_dir" in layout:
         layout["base_dir"] = Path(layout["base_dir"])
-    return lab_layout.LabLayout(**layout)
+    return LabLayout(**layout)
 
 
-def settings_of(layout: lab_layout.LabLayout) -> dict[str, Any]:
+def settings_of(layout: LabLayout) -> dict[str, Any]:
     """The `lab` target settings that describe `layout` (what `layout_from` reads back)."""
     return {name: getattr(layout, name) for name in LAYOUT_SETTINGS} | {
         "base_dir": str(layout.base_dir)
@@ -46,7 +48,7 @@ class LabTarget(ClusterTarget):
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)
-        self.cluster = lab_supervisor.LabCluster(layout_from(self.settings))
+        self.cluster = LabCluster(layout_from(self.settings))
 
     @property
     def credentials(self) -> galera_sql.Credentials:

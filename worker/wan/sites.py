@@ -30,9 +30,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from worker import procfs
 from worker.galera_sql import GaleraError
-from worker.lab_layout import LabLayout
+from worker.lab import procfs
+from worker.lab.layout import LabLayout
 from worker.wan.delay_proxy import Delay, Route
 
 log = logging.getLogger(__name__)

@@ -1,12 +1,10 @@
 """The real local Galera cluster the `lab` target runs trials on.
 
 `LabCluster` runs a cluster on this machine: one `mariadbd` per node with the galera-4 provider,
-on loopback ports, under `LabLayout.base_dir`:
+on loopback ports, under `LabLayout.base_dir` (lab.json, credentials.json and lab.lock: see
+`worker.lab.state`):
 
-    lab.json           the running nodes (pids and ports), read by any process that asks
-    credentials.json   the lab's SQL user and its generated password (mode 0600)
     restore.json       the values trials' settings replaced, to set back (worker.targets.restore)
-    lab.lock           serializes processes that start or stop nodes
     node<i>/           my.cnf, data/, mariadbd.sock, mariadbd.pid, mariadbd.log (stdout+stderr)
 
 Node 1 bootstraps the cluster (`--wsrep-new-cluster`), the others join by rsync SST, or by IST
@@ -18,16 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
-import json
 import logging
 import os
-import pwd
-import re
-import secrets
-import shutil
 import signal
-import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -37,10 +28,8 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
-from worker import procfs
 from worker.galera_sql import (
     HEALTH_STATUS,
-    Credentials,
     GaleraError,
     Node,
     NodeHealth,
@@ -50,15 +39,15 @@ from worker.galera_sql import (
     health_of,
     node_health,
 )
-from worker.lab_layout import LAB_LAYOUT, SERVER_USER, LabLayout, port_busy
+from worker.lab import datadirs, procfs, state
+from worker.lab.layout import LAB_LAYOUT, SERVER_USER, LabLayout, port_busy
+from worker.lab.state import alive
 from worker.wan.delay_proxy import Delay
 from worker.wan.sites import Wan
 
 log = logging.getLogger(__name__)
 
 MARIADBD = "/usr/sbin/mariadbd"
-INSTALL_DB = "/usr/bin/mariadb-install-db"
-LAB_USER = "galera_doe"
 LAB_HOST = "127.0.0.1"
 
 _POLL_S = 0.2
@@ -69,56 +58,12 @@ class _NodeExitedError(GaleraError):
     """A node's process exited while it was being started."""
 
 
-# Nodes this process started, so their exit status is collected (no zombies left in /proc).
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie has exited)."""
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        if child.poll() is None:
-            return True
-        del _CHILDREN[pid]
-        return False
-    return procfs.running(pid)
-
-
 def _read(path: Path) -> str:
     """A file's text, '' when there is none."""
     try:
         return path.read_text()
     except OSError:
         return ""
-
-
-def _grastate(datadir: Path) -> dict[str, str]:
-    """grastate.dat as a mapping (empty when the node never ran with wsrep)."""
-    try:
-        text = (datadir / "grastate.dat").read_text()
-    except OSError:
-        return {}
-    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
-    return {key.strip(): value.strip() for key, value in pairs}
-
-
-def _check_traversable(path: Path, user: str) -> None:
-    """GaleraError unless `user` can traverse `path` and every directory above it."""
-    entry = pwd.getpwnam(user)
-    groups = set(os.getgrouplist(user, entry.pw_gid))
-    for directory in (path, *path.parents):
-        info = directory.stat()
-        if info.st_uid == entry.pw_uid:
-            bit = stat.S_IXUSR
-        elif info.st_gid in groups:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not info.st_mode & bit:
-            raise GaleraError(
-                f"{directory} (mode {stat.filemode(info.st_mode)}) cannot be traversed by the "
-                f"{user} user that runs the nodes; rsync SST would fail with 'Permission denied'"
-            )
 
 
 class LabCluster:
@@ -135,18 +80,17 @@ class LabCluster:
         if running_wan is not None and running_wan["sites"] != layout.sites:
             # Another process put the nodes on two sites: they are there still.
             self.layout = dataclasses.replace(layout, sites=int(running_wan["sites"]))
-        self._state_file = layout.base_dir / "lab.json"
         try:
             layout.base_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
         except OSError as error:
             raise GaleraError(
                 f"cannot create the lab directory {layout.base_dir}: {error}"
             ) from error
-        self.credentials = self._load_credentials()
+        self.credentials = state.load_credentials(self.layout)
         # Adopt now unless another process is changing the cluster (it records what it does).
-        with self._locked(blocking=False) as locked:
+        with state.locked(self.layout, blocking=False) as locked:
             if locked:
-                self._adopt()
+                state.adopt(self.layout)
 
     # Public API -----------------------------------------------------------------------------
 
@@ -157,11 +101,11 @@ class LabCluster:
 
     def nodes(self) -> list[Node]:
         """The running nodes, in order."""
-        return [self.layout.node(index) for index in sorted(self._running())]
+        return [self.layout.node(index) for index in sorted(state.running(self.layout))]
 
     def size(self) -> int:
         """How many nodes run."""
-        return len(self._running())
+        return len(state.running(self.layout))
 
     def resize(self, count: int) -> None:
         """Run exactly nodes 1..count, healthy, in one cluster.
@@ -176,9 +120,9 @@ class LabCluster:
             raise ValueError(f"count must be from 0 to {self.layout.max_nodes}, got {count}")
         if os.geteuid() != 0:
             raise GaleraError(f"the lab starts its nodes as the {SERVER_USER} user: run as root")
-        _check_traversable(self.layout.base_dir, SERVER_USER)
-        with self._locked():
-            running = self._adopt()
+        datadirs.check_traversable(self.layout.base_dir, SERVER_USER)
+        with state.locked(self.layout):
+            running = state.adopt(self.layout)
             self._stop_nodes([i for i in running if i > count], running)
             if count == 0:
                 return
@@ -197,9 +141,9 @@ class LabCluster:
         them in their sites' namespaces, from their datadirs); on two sites a new delay
         applies at once, to open connections too.
         """
-        with self._locked():
+        with state.locked(self.layout):
             if sites != self.layout.sites:
-                running = self._adopt()
+                running = state.adopt(self.layout)
                 self._stop_nodes(list(running), running)
                 self.wan.down()
                 self.layout = dataclasses.replace(self.layout, sites=sites)
@@ -214,9 +158,9 @@ class LabCluster:
         restarted as a new cluster. Returns the seconds the restarts took, 0 when none was
         needed. VariableError when a node does not start with them.
         """
-        with self._locked():
+        with state.locked(self.layout):
             self.layout = dataclasses.replace(self.layout, settings=tuple(sorted(settings.items())))
-            running = self._adopt()
+            running = state.adopt(self.layout)
             stale = [
                 index
                 for index in sorted(running)
@@ -243,23 +187,23 @@ class LabCluster:
     def stop(self) -> None:
         """Stop every node cleanly (last first), the WAN between the sites with them, and
         forget the cluster's state file."""
-        with self._locked():
-            running = self._adopt()
+        with state.locked(self.layout):
+            running = state.adopt(self.layout)
             self._stop_nodes(list(running), running)
-            self._save(running)
+            state.save(self.layout, running)
             self.wan.down()
             self.layout = dataclasses.replace(self.layout, sites=1)
 
     def reset(self) -> None:
         """Stop everything and wipe every datadir: the next resize starts from nothing."""
         self.stop()
-        with self._locked():
+        with state.locked(self.layout):
             for index in range(1, self.layout.max_nodes + 1):
-                self._wipe(index)
+                datadirs.wipe(self.layout, index)
 
     def status(self) -> dict[str, Any]:
         """The cluster as JSON-friendly data: each node's pid, ports, files and health."""
-        running = self._running()
+        running = state.running(self.layout)
         nodes = []
         healthy = bool(running)
         for index in sorted(running):
@@ -305,187 +249,18 @@ class LabCluster:
             "nodes": nodes,
         }
 
-    # State, credentials, adoption -----------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _locked(self, *, blocking: bool = True) -> Iterator[bool]:
-        """Hold the lab's lock; yields False when not blocking and another process holds it."""
-        with open(self.layout.base_dir / "lab.lock", "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def _load_credentials(self) -> Credentials:
-        path = self.layout.base_dir / "credentials.json"
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            data = json.loads(path.read_text())
-            return Credentials(data["user"], data["password"])
-        credentials = Credentials(LAB_USER, secrets.token_urlsafe(24))
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"user": credentials.user, "password": credentials.password}, handle)
-        return credentials
-
-    def _is_ours(self, index: int, pid: int) -> bool:
-        """Whether `pid` is a live mariadbd started with node `index`'s option file."""
-        argv = procfs.argv(pid)
-        return (
-            _alive(pid)
-            and bool(argv)
-            and Path(argv[0]).name == "mariadbd"
-            and f"--defaults-file={self.layout.config_file(index)}" in argv
-        )
-
-    def _running(self) -> dict[int, int]:
-        """Node index -> pid, from the state file, keeping only pids that are really ours."""
-        try:
-            recorded = json.loads(self._state_file.read_text())["nodes"]
-            pids = {int(entry["index"]): int(entry["pid"]) for entry in recorded}
-        except FileNotFoundError:
-            return {}
-        except (ValueError, KeyError, TypeError) as error:
-            log.warning("ignoring unreadable lab state %s: %s", self._state_file, error)
-            return {}
-        return {index: pid for index, pid in pids.items() if self._is_ours(index, pid)}
-
-    def _adopt(self) -> dict[int, int]:
-        """The running nodes, adding any mariadbd of this layout the state file missed."""
-        running = self._running()
-        pattern = re.compile(
-            rf"--defaults-file={re.escape(str(self.layout.base_dir))}/node(\d+)/my\.cnf"
-        )
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) in running.values():
-                continue
-            pid = int(entry.name)
-            match = pattern.fullmatch(next(iter(procfs.argv(pid)[1:2]), ""))
-            if match and int(match.group(1)) not in running:
-                index = int(match.group(1))
-                if self._is_ours(index, pid):
-                    running[index] = pid
-        self._save(running)
-        return running
-
-    def _save(self, running: Mapping[int, int]) -> None:
-        """Record the running nodes; with none left, the state file goes."""
-        if not running:
-            self._state_file.unlink(missing_ok=True)
-            return
-        nodes = [
-            {
-                "index": index,
-                "name": f"node{index}",
-                "pid": pid,
-                "client_port": self.layout.client_port(index),
-                "gmcast_port": self.layout.gmcast_port(index),
-            }
-            for index, pid in sorted(running.items())
-        ]
-        temporary = self._state_file.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"cluster_name": self.layout.cluster_name, "nodes": nodes}))
-        temporary.replace(self._state_file)
-
-    # Datadirs ------------------------------------------------------------------------------
-
-    def _wipe(self, index: int) -> None:
-        shutil.rmtree(self.layout.datadir(index), ignore_errors=True)
-
-    def _make_dirs(self, index: int) -> None:
-        account = pwd.getpwnam(SERVER_USER)
-        for directory in (self.layout.node_dir(index), self.layout.datadir(index)):
-            directory.mkdir(mode=0o750, exist_ok=True)
-            os.chown(directory, account.pw_uid, account.pw_gid)
-
-    def _install(self, index: int) -> None:
-        """A fresh datadir for node `index` (system tables, root by unix socket only)."""
-        self._wipe(index)
-        self._make_dirs(index)
-        output = self.layout.node_dir(index) / "install.log"
-        argv = [
-            INSTALL_DB,
-            "--no-defaults",
-            f"--datadir={self.layout.datadir(index)}",
-            f"--user={SERVER_USER}",
-            "--skip-test-db",
-            f"--innodb-log-file-size={self.layout.redo_log_size}",
-        ]
-        try:
-            with open(output, "wb") as handle:
-                subprocess.run(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=handle,
-                    stderr=subprocess.STDOUT,
-                    timeout=self.layout.timeout_s,
-                    check=True,
-                )
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
-            raise GaleraError(
-                f"initialising node{index}'s datadir failed ({error}):\n{procfs.tail(output)}"
-            ) from error
-
-    def _initialized(self, index: int) -> bool:
-        return (self.layout.datadir(index) / "mysql").is_dir()
-
-    def _bootstrap_rank(self, index: int) -> tuple[bool, int, int]:
-        """Order of preference to bootstrap from: safe first, then most advanced, then node 1."""
-        state = _grastate(self.layout.datadir(index))
-        seqno = state.get("seqno", "-1")
-        return (
-            state.get("safe_to_bootstrap", "1") == "1",
-            int(seqno) if re.fullmatch(r"-?\d+", seqno) else -1,
-            -index,
-        )
-
-    def _prepare_bootstrap(self) -> bool:
-        """Give node 1 the datadir to bootstrap from; True when it had to be created anew.
-
-        After a clean shutdown the last node to leave has safe_to_bootstrap: 1; failing that
-        (a node crashed), a node shut down cleanly has the highest seqno. The chosen datadir
-        moves to node 1 (datadirs are not tied to ports) and, if not safe, is declared safe:
-        InnoDB recovers it, the other nodes catch up by SST, and lab data is disposable.
-        """
-        candidates = [i for i in range(1, self.layout.max_nodes + 1) if self._initialized(i)]
-        if not candidates:
-            self._install(1)
-            return True
-        best = max(candidates, key=self._bootstrap_rank)
-        first = self.layout.datadir(1)
-        if best != 1:
-            log.info("bootstrapping from node%d's datadir, the most recent", best)
-            self._make_dirs(1)
-            other, swap = self.layout.datadir(best), first.with_name("data.swap")
-            shutil.rmtree(swap, ignore_errors=True)  # left by a swap that was interrupted
-            first.rename(swap)
-            other.rename(first)
-            swap.rename(other)
-        grastate = first / "grastate.dat"
-        if not self._bootstrap_rank(1)[0]:
-            log.warning("no lab node was the last to leave cleanly; forcing %s safe", grastate)
-            grastate.write_text(
-                re.sub(r"safe_to_bootstrap:\s*0", "safe_to_bootstrap: 1", grastate.read_text())
-            )
-        return False
-
     # Processes -----------------------------------------------------------------------------
 
     def _bootstrap(self, running: dict[int, int]) -> None:
         """Start node 1 as a new cluster and make sure the lab's SQL user exists on it."""
-        fresh = self._prepare_bootstrap()
+        fresh = datadirs.prepare_bootstrap(self.layout)
         try:
             self._start(1, running, bootstrap=True)
         except _NodeExitedError as error:
             if fresh:
                 raise
             log.warning("node1 cannot bootstrap from its datadir, re-initialising: %s", error)
-            self._install(1)
+            datadirs.install(self.layout, 1)
             self._start(1, running, bootstrap=True)
         with self._admin(1) as cursor:
             user = f"'{self.credentials.user}'@'{LAB_HOST}'"
@@ -538,7 +313,7 @@ class LabCluster:
 
     def _start(self, index: int, running: dict[int, int], *, bootstrap: bool) -> None:
         """Start node `index` and wait until it is Synced in a cluster of all running nodes."""
-        self._make_dirs(index)
+        datadirs.make_dirs(self.layout, index)
         config = self.layout.config_file(index)
         config.write_text(self.layout.config_text(index))
         # The saved primary component is for nodes restarting on their own; the lab decides
@@ -561,9 +336,9 @@ class LabCluster:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        _CHILDREN[process.pid] = process
+        state.CHILDREN[process.pid] = process
         running[index] = process.pid
-        self._save(running)
+        state.save(self.layout, running)
         log.info(
             "started node%d (pid %d%s)", index, process.pid, ", bootstrap" if bootstrap else ""
         )
@@ -607,9 +382,9 @@ class LabCluster:
         deadline = time.monotonic() + self.layout.timeout_s
         while True:
             for index, pid in sorted(running.items()):
-                if not _alive(pid):
+                if not alive(pid):
                     del running[index]
-                    self._save(running)
+                    state.save(self.layout, running)
                     raise _NodeExitedError(
                         f"{failure}: node{index} (pid {pid}) exited; "
                         f"last lines of {self.layout.log_file(index)}:\n"
@@ -646,9 +421,9 @@ class LabCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
             deadline = time.monotonic() + grace
-            while _alive(pid) and time.monotonic() < deadline:
+            while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if not _alive(pid):
+            if not alive(pid):
                 break
             log.warning("node%d (pid %d) ignored %s for %g s", index, pid, sig.name, grace)
-        self._save(running)
+        state.save(self.layout, running)

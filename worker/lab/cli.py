@@ -17,8 +17,8 @@ from rich.table import Table
 from app.config import get_settings
 from app.target_specs import load_targets
 from worker.galera_sql import GaleraError
-from worker.lab_layout import LabLayout
-from worker.lab_supervisor import LabCluster
+from worker.lab.layout import LabLayout
+from worker.lab.supervisor import LabCluster
 from worker.targets.lab import layout_from
 
 
@@ -83,7 +83,3 @@ def print_status(state: dict[str, Any]) -> None:
         )
     verdict = "healthy" if state["healthy"] else "not healthy" if state["size"] else "down"
     console.print(f"{state['size']} node(s), {verdict}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
