@@ -37,8 +37,8 @@ from app.config import Settings, get_settings
 from app.db.migrate import ensure_schema
 from app.db.session import Database
 from app.queue import TaskQueue
-from app.reaper import reap_forever
 from app.services.tallies import TallyCache
+from app.services.trial_runs.reaping import reap_forever
 from app.target_specs import load_targets
 
 log = logging.getLogger(__name__)

@@ -57,7 +57,7 @@ from sqlalchemy import select, update
 from app.db.migrate import upgrade_to_head
 from app.db.models import Experiment, Trial, utcnow
 from app.db.session import Database
-from app.key_admin import create_key
+from app.services.api_keys import create_key
 from app.statuses import ExperimentStatus, Failure, TrialStatus
 from client.processes import ChildProcess, api_command, free_port, wait_until
 from worker.targets.simulated import response_surface

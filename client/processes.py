@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 
 from app.config import Settings
-from app.key_admin import create_key, revoke_key
 from app.queue import trial_queue
+from app.services.api_keys import create_key, revoke_key
 from client.http import ApiError, Client
 
 

@@ -1,22 +1,29 @@
 """API keys: create, list, revoke, and authenticate a bearer token.
 
+`create_key`, `list_keys` and `revoke_key` do the same straight on the metadata database, for
+the operator (the `keys` command, the demo and the tests): making the first key cannot need a key.
+
 Tokens carry 256 random bits, so a plain SHA-256 of the token is enough to store (nobody can
 guess a preimage) and lets a request find its key with one indexed lookup.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import rows
+from app.db.migrate import ensure_schema
 from app.db.models import ApiKey, utcnow
+from app.db.session import Database
 from app.services.errors import ConflictError, NotFoundError
 from experiments.errors import DomainError
 
@@ -101,3 +108,35 @@ async def authenticate(session: AsyncSession, *, token: str) -> Principal | None
     if key is None:
         return None
     return Principal(owner=key.owner, admin=key.role == Role.ADMIN, key_id=key.id)
+
+
+T = TypeVar("T")
+
+
+def _on_database(database_url: str, use: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    async def run() -> T:
+        database = Database(database_url)
+        try:
+            await ensure_schema(database)
+            async with database.session() as session:
+                return await use(session)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(run())
+
+
+def create_key(database_url: str, owner: str, *, admin: bool = False) -> NewKey:
+    """A new key of `owner` (an admin key with `admin`), its token shown this once."""
+    role = Role.ADMIN if admin else Role.USER
+    return _on_database(database_url, lambda s: create(s, owner=owner, role=role))
+
+
+def list_keys(database_url: str) -> Sequence[ApiKey]:
+    """Every key, revoked ones included."""
+    return _on_database(database_url, get_all)
+
+
+def revoke_key(database_url: str, ident: str) -> ApiKey:
+    """Revoke the key with this id or prefix."""
+    return _on_database(database_url, lambda s: revoke(s, ident=ident))

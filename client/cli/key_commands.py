@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from app import key_admin
 from app.config import Settings
 from app.db.models import ApiKey
+from app.services import api_keys
 from app.services.errors import ConflictError, NotFoundError
 from client.cli.base import CommandError, cli, stdout
 from experiments.errors import DomainError
@@ -50,7 +50,7 @@ def keys_create(
 ) -> None:
     """Make a key and print its token: shown this once, stored only hashed."""
     with _refusals_reported():
-        made = key_admin.create_key(_database_url(), owner, admin=admin)
+        made = api_keys.create_key(_database_url(), owner, admin=admin)
     typer.echo(made.token)
     typer.echo(
         f"key {made.key.id} ({made.key.prefix}…) for {made.key.owner}, role {made.key.role}; "
@@ -63,7 +63,7 @@ def keys_create(
 def keys_list() -> None:
     """List every key: id, owner, role, prefix, when made and revoked (never a token)."""
     with _refusals_reported():
-        listed = key_admin.list_keys(_database_url())
+        listed = api_keys.list_keys(_database_url())
     _print_keys(stdout(), listed)
 
 
@@ -73,7 +73,7 @@ def keys_revoke(
 ) -> None:
     """Revoke a key: requests with it are refused (401) from now on."""
     with _refusals_reported():
-        revoked = key_admin.revoke_key(_database_url(), key)
+        revoked = api_keys.revoke_key(_database_url(), key)
     typer.echo(f"key {revoked.id} ({revoked.prefix}…) of {revoked.owner} revoked")
 
 

@@ -10,9 +10,8 @@ import redis
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
-from app.key_admin import create_key, list_keys, revoke_key
 from app.queue import trial_queue
-from app.services.api_keys import Role, hash_token
+from app.services.api_keys import Role, create_key, hash_token, list_keys, revoke_key
 from tests.conftest import KeyMaker
 
 SIMULATED = {

@@ -26,8 +26,8 @@ from typer.main import get_command
 from typer.testing import CliRunner, Result
 
 from app.config import Settings
-from app.key_admin import create_key
 from app.main import create_app
+from app.services.api_keys import create_key
 from client.cli import cli
 from client.http import ApiError, Client
 from client.processes import ChildProcess, free_port, wait_until, worker_command

@@ -18,8 +18,8 @@ import pytest
 import redis
 import yaml
 
-from app.key_admin import create_key
 from app.queue import TaskQueue, trial_queue
+from app.services.api_keys import create_key
 from client.http import Client
 from client.processes import ChildProcess, api_command, free_port, wait_until, worker_command
 

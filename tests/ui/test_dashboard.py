@@ -14,7 +14,7 @@ import yaml
 from playwright.sync_api import expect
 
 from app.config import Settings
-from app.key_admin import create_key, revoke_key
+from app.services.api_keys import create_key, revoke_key
 from client.http import Client
 from tests.ui.conftest import Browse, BrowseAs, off_the_loop
 
