@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from app.target_specs import WORKLOADS
+from experiments.galera.workloads import WORKLOADS
 from worker import galera_sql, sysbench
 from worker.lab.layout import free_layout
 from worker.lab.supervisor import LabCluster

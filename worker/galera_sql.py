@@ -397,9 +397,10 @@ def set_provider_options(
 ) -> None:
     """`SET GLOBAL wsrep_provider_options = 'name=value;...'` on every node, read back after.
 
-    `options` hold values already written as the provider takes them (app.provider_options).
-    VariableError when the running provider does not report an option, refuses it, or reads it
-    back different; the nodes already changed then get their previous values back.
+    `options` hold values already written as the provider takes them
+    (experiments.galera.provider_options). VariableError when the running provider does not
+    report an option, refuses it, or reads it back different; the nodes already changed then get
+    their previous values back.
     """
     nodes = list(nodes)
     if not nodes or not options:

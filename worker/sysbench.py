@@ -29,9 +29,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.target_specs import WORKLOADS
 from experiments import intervals as intervals_statistics
 from experiments.factors import Value
+from experiments.galera.workloads import WORKLOADS
 from experiments.intervals import (
     PERCENTILE,
     SteadyState,

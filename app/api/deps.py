@@ -18,7 +18,7 @@ from app.queue import TaskQueue
 from app.services import access, api_keys
 from app.services.api_keys import Principal
 from app.services.tallies import TallyCache
-from app.target_specs import TargetSpec
+from experiments.galera.target_spec import TargetSpec
 
 
 def get_database(request: Request) -> Database:

@@ -11,8 +11,8 @@ from app.db import rows
 from app.db.models import Experiment
 from app.services.api_keys import Principal
 from app.services.errors import NotFoundError
-from app.target_specs import TargetSpec
 from experiments.errors import DomainError
+from experiments.galera.target_spec import TargetSpec
 
 
 async def visible_experiment(

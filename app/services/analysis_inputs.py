@@ -17,7 +17,6 @@ from app.services import suggestions
 from app.services.access import experiment_of
 from app.services.progress import measured_value
 from app.statuses import TrialStatus
-from app.target_specs import TargetSpec
 from experiments import analysis
 from experiments.analysis.coverage import coverage
 from experiments.analysis.deploy import DeployAnswer, deploy_answer
@@ -26,6 +25,7 @@ from experiments.constraints import parse_constraints
 from experiments.designs.request import DesignRequest
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.galera.target_spec import TargetSpec
 from experiments.suggest import Recommendation, recommendation
 
 MIN_TRIALS_TO_FIT = 2

@@ -14,11 +14,11 @@ from app.db import rows
 from app.db.models import Experiment, Trial
 from app.services.errors import NotFoundError
 from app.statuses import TrialSource, TrialStatus
-from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
 from experiments.designs import Design, DesignRequest, Limits, design_size, plan
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.galera.target_spec import TargetSpec
 
 RUN_TABLE_COLUMNS = ("run_order", "std_order", "block", "whole_plot", "replicate", "point_type")
 

@@ -23,10 +23,10 @@ from app.services.idempotency import Idempotency
 from app.services.progress import ExperimentDetail, get
 from app.services.trial_runs import mark_fresh_replicates, send_trials
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
-from app.target_specs import TargetSpec
 from experiments.constraints import parse_constraints
 from experiments.designs import Design
 from experiments.factors import FactorSpace
+from experiments.galera.target_spec import TargetSpec
 from experiments.objective import Objective
 
 CREATE_OPERATION = "POST /experiments"

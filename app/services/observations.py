@@ -24,10 +24,11 @@ from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError
 from app.services.trial_runs import new_trial
 from app.statuses import ExperimentStatus, TrialSource, TrialStatus
-from app.target_specs import KIND_RESPONSES, TargetSpec
 from experiments.analysis.split_plot import varying_hard_to_change
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN, Config, FactorSpace
+from experiments.galera.kinds import KIND_RESPONSES
+from experiments.galera.target_spec import TargetSpec
 from experiments.objective import Objective
 
 MAX_OBSERVATIONS = 1000

@@ -36,11 +36,11 @@ from app.statuses import (
     TrialSource,
     TrialStatus,
 )
-from app.target_specs import TargetSpec
 from experiments.analysis.deploy import DeployAnswer
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
+from experiments.galera.target_spec import TargetSpec
 from experiments.numbers import finite_or_none
 from experiments.suggest import DONE, Plan, Recommendation, next_batch
 from experiments.terms import DEFAULT_MODEL

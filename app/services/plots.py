@@ -16,13 +16,13 @@ from app.db.models import Trial
 from app.services import access, analysis_inputs
 from app.services.analysis_inputs import FitInputs
 from app.statuses import TrialStatus
-from app.target_specs import TargetSpec
 from experiments import analysis, plots
 from experiments.analysis import Analysis, Optimum
 from experiments.analysis.model import FittedModel, fit_model
 from experiments.analysis.slices import Slice, held_settings, response_slice
 from experiments.errors import DomainError
 from experiments.factors import Value
+from experiments.galera.target_spec import TargetSpec
 
 PlotKind = Literal[
     "contour", "surface", "interaction", "main_effects", "pareto", "half_normal", "residuals",

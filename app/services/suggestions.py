@@ -15,9 +15,9 @@ from app.queue import TaskQueue
 from app.services import access, progress, trial_runs
 from app.services.errors import ConflictError, NotFoundError
 from app.statuses import ExperimentStatus, SuggestionStatus, TrialSource, TrialStatus
-from app.target_specs import TargetSpec
 from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
+from experiments.galera.target_spec import TargetSpec
 from experiments.numbers import finite_or_none
 from experiments.suggest import Limit, Plan, Runs, suggest
 

@@ -21,9 +21,9 @@ from app.services.api_keys import Principal
 from app.services.errors import NotFoundError
 from app.services.trial_runs import new_trial
 from app.statuses import TrialSource, TrialStatus
-from app.target_specs import TargetSpec
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.galera.target_spec import TargetSpec
 
 MAX_SOURCES = 20
 

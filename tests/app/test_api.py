@@ -13,10 +13,10 @@ from httpx import ASGITransport, AsyncClient
 from app.main import create_app
 from app.queue import trial_queue
 from app.services import api_keys
-from app.target_specs import TargetSpec
 from client.processes import free_port
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.galera.target_spec import TargetSpec
 
 SIMULATED = {
     "name": "three factors",

@@ -26,8 +26,9 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from app.config import Settings
-from app.target_specs import TargetSpec, load_targets
+from app.target_specs import load_targets
 from client.cli import cli
+from experiments.galera.target_spec import TargetSpec
 from worker.galera_sql import PROBE_SCHEMA
 from worker.targets import build_target
 

@@ -8,8 +8,8 @@ import itertools
 
 import pytest
 
-from app.target_specs import TargetSpec
 from experiments.errors import DomainError
+from experiments.galera.target_spec import TargetSpec
 
 FACTORS = [
     {"name": "nodes", "kind": "integer", "low": 1, "high": 9, "hard_to_change": True},

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.services.observations import KNOWN_RESPONSES
-from app.target_specs import GALERA_RESPONSES
+from experiments.galera.responses import GALERA_RESPONSES
 from tests.app.test_api import MANUAL, create, with_changes
 
 GOOD = {"config": {"galera_nodes": 3, "total_connections": 40}, "responses": {"tps": 1300.0}}

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from app.provider_options import (
+from experiments.galera.provider_options import (
     PROVIDER_OPTIONS,
     ProviderOption,
     is_provider_option_name,

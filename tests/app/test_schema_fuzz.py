@@ -51,7 +51,8 @@ from app.config import Settings
 from app.db.migrate import upgrade_to_head
 from app.main import create_app
 from app.services import api_keys
-from app.target_specs import KIND_FACTORS, load_targets
+from app.target_specs import load_targets
+from experiments.galera.kinds import KIND_FACTORS
 from worker.targets import build_target
 from worker.targets.base import Target, TargetError
 from worker.targets.cluster import ClusterTarget

@@ -10,17 +10,14 @@ from typing import Any
 import pymysql
 import pytest
 
-from app.restart_settings import RESTART_ONLY_VARIABLES
-from app.server_variables import (
-    DEFAULT_POLICY,
-    REFUSALS,
-    SERVER_VARIABLES,
-    policy_from_settings,
-    refusal,
-)
-from app.target_specs import TargetsFileError, TargetSpec, load_targets
+from app.target_specs import TargetsFileError, load_targets
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.galera.refusals import REFUSALS, refusal
+from experiments.galera.restart_settings import RESTART_ONLY_VARIABLES
+from experiments.galera.server_variables import SERVER_VARIABLES
+from experiments.galera.target_spec import TargetSpec
+from experiments.galera.variable_policy import DEFAULT_POLICY, policy_from_settings
 from tests.conftest import MARIADB
 from worker.targets.base import InfeasibleError
 from worker.targets.external import ExternalTarget

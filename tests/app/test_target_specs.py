@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from app.server_variables import policy_from_settings
-from app.target_specs import GALERA_RESPONSES, TargetsFileError, TargetSpec, load_targets
+from app.target_specs import TargetsFileError, load_targets
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
+from experiments.galera.responses import GALERA_RESPONSES
+from experiments.galera.target_spec import TargetSpec
+from experiments.galera.variable_policy import policy_from_settings
 from experiments.objective import Objective
 from worker.sysbench import Connection, run_command
 

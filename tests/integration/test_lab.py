@@ -25,10 +25,10 @@ import pytest
 import yaml
 
 from app.config import Settings
-from app.server_variables import SETTINGS_KEY
-from app.target_specs import MEASURED_RESPONSES
 from client.http import Client
 from client.processes import running_service
+from experiments.galera.responses import MEASURED_RESPONSES
+from experiments.galera.variable_policy import SETTINGS_KEY
 from tests.conftest import clear_trial_queues
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
@@ -505,7 +505,7 @@ def test_a_fresh_trial_restarts_every_node_before_it_runs(
 WORKER = """
 import json, sys
 from worker.targets import build_target
-from app.target_specs import TargetSpec
+from experiments.galera.target_spec import TargetSpec
 kind, name, settings, config = json.loads(sys.argv[1])
 build_target(TargetSpec(name=name, kind=kind, settings=settings)).run(config, run_key=1)
 """

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.target_specs import WORKLOADS as CATALOGUE_WORKLOADS
+from experiments.galera.workloads import WORKLOADS as CATALOGUE_WORKLOADS
 from experiments.intervals import histogram_percentile
 from worker.sysbench import (
     DEFAULT_IGNORE_ERRORS,

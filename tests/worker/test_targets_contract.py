@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from app.services.trial_runs import ClaimedTrial
-from app.target_specs import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS, TargetSpec, load_targets
+from app.target_specs import load_targets
+from experiments.galera.kinds import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS
+from experiments.galera.target_spec import TargetSpec
 from worker import tasks
 from worker.targets import TARGET_CLASSES, build_target, cluster
 from worker.targets.base import (

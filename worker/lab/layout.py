@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.target_specs import LAB_MAX_NODES, LAB_NODES_LIMIT
+from experiments.galera.kinds import LAB_MAX_NODES, LAB_NODES_LIMIT
 from worker.galera_sql import IDENTIFIER, GaleraError, Node
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"

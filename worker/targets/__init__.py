@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.target_specs import TargetSpec
+from experiments.galera.target_spec import TargetSpec
 from worker.targets.base import Target, TargetError
 from worker.targets.external import ExternalTarget
 from worker.targets.lab import LabTarget

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from app.target_specs import GALERA_RESPONSES
+from experiments.galera.responses import GALERA_RESPONSES
 
 __all__ = [
     "GALERA_RESPONSES",

@@ -28,16 +28,15 @@ from typing import Any
 
 from pymysql.cursors import Cursor
 
-from app.provider_options import is_provider_option_name, provider_option, provider_value
-from app.restart_settings import config_value, is_restart_only
-from app.server_variables import check_settings
-from app.target_specs import (
-    CLUSTER_FACTORS,
-    MIN_RUNTIME_S,
-    WAN_FACTORS,
-    WORKLOAD_OPTIONS,
-    WORKLOADS,
+from experiments.galera.kinds import CLUSTER_FACTORS, MIN_RUNTIME_S, WAN_FACTORS
+from experiments.galera.provider_options import (
+    is_provider_option_name,
+    provider_option,
+    provider_value,
 )
+from experiments.galera.restart_settings import config_value, is_restart_only
+from experiments.galera.variable_policy import check_settings
+from experiments.galera.workloads import WORKLOAD_OPTIONS, WORKLOADS
 from worker import galera_sql, sysbench
 from worker.targets import record, restore, schemas
 from worker.targets.base import (

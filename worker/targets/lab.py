@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from app.target_specs import CLUSTER_FACTORS, WAN_FACTORS
+from experiments.galera.kinds import CLUSTER_FACTORS, WAN_FACTORS
 from worker import galera_sql
 from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster

@@ -107,7 +107,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.target_specs import SIMULATED_FACTORS, SIMULATED_RANGES
+from experiments.galera.kinds import SIMULATED_FACTORS, SIMULATED_RANGES
 from worker.targets.base import (
     GALERA_RESPONSES,
     InfeasibleError,

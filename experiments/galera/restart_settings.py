@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from app.provider_options import is_provider_option_name, provider_option
+from experiments.galera.provider_options import is_provider_option_name, provider_option
 
 # MariaDB 10.11's read-only global variables (information_schema.SYSTEM_VARIABLES, READ_ONLY
 # 'YES') that tune performance. The others of that list are paths, identities, versions,
