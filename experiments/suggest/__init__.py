@@ -18,9 +18,10 @@ from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.numbers import describe_config, format_value
 from experiments.suggest.auto import Auto
-from experiments.suggest.base import DONE, Limit, Plan, Recommendation, Runs, Strategy, Suggestion
+from experiments.suggest.base import Strategy
 from experiments.suggest.bayes import MODEL_NAME, predict, recommend
 from experiments.suggest.strategies import Augment, Bayes, Replicate, SteepestAscent
+from experiments.suggest.values import DONE, Limit, Plan, Recommendation, Runs, Suggestion
 
 __all__ = [
     "DONE",

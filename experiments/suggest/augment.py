@@ -16,7 +16,6 @@ from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace
 from experiments.numbers import describe_config
-from experiments.suggest.base import Suggestion
 from experiments.suggest.observed import (
     TOLERANCE,
     broken_constraint,
@@ -25,6 +24,7 @@ from experiments.suggest.observed import (
     same,
     with_unit,
 )
+from experiments.suggest.values import Suggestion
 
 
 def augment(

@@ -46,7 +46,7 @@ from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.numbers import describe_config, format_optional
 from experiments.suggest.augment import augment, two_level_split
-from experiments.suggest.base import Plan, Strategy, Suggestion
+from experiments.suggest.base import Strategy
 from experiments.suggest.initial import (
     initial_runs,
     screening,
@@ -56,6 +56,7 @@ from experiments.suggest.initial import (
 )
 from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.suggest.strategies import Bayes
+from experiments.suggest.values import Plan, Suggestion
 from experiments.terms import ModelTerms, distinct_levels
 
 CONFIRMATION_RUNS = 2

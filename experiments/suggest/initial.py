@@ -13,7 +13,7 @@ from experiments.constraints import Constraint
 from experiments.designs import Design, DesignRequest, design_size, plan
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace, Value
-from experiments.suggest.base import Suggestion
+from experiments.suggest.values import Suggestion
 
 # Centre points of a screening factorial: enough for a curvature test with 2 df of pure error.
 SCREENING_CENTRE_POINTS = 3

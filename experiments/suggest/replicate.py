@@ -12,8 +12,8 @@ from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.goals import check_goal
 from experiments.numbers import describe_config
-from experiments.suggest.base import Suggestion
 from experiments.suggest.observed import checked_data, same
+from experiments.suggest.values import Suggestion
 
 
 def replicate_incumbent(

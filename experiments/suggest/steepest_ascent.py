@@ -21,8 +21,8 @@ from experiments.constraints import Constraint
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.goals import check_goal
-from experiments.suggest.base import Suggestion
 from experiments.suggest.observed import TOLERANCE, broken_constraint, checked_data, natural, same
+from experiments.suggest.values import Suggestion
 
 
 def steepest_ascent(

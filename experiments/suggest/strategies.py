@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from experiments.suggest.augment import augment
-from experiments.suggest.base import Plan, Strategy
+from experiments.suggest.base import Strategy
 from experiments.suggest.bayes import bayes_batch
 from experiments.suggest.initial import initial_runs, space_filling
 from experiments.suggest.replicate import replicate_incumbent
 from experiments.suggest.steepest_ascent import steepest_ascent
+from experiments.suggest.values import Plan
 
 
 class Augment(Strategy):
@@ -73,6 +74,8 @@ class Bayes(Strategy):
     to model."""
 
     name = "bayes"
+    # How many quasi-random points start the search of a lattice too large to score whole.
+    candidates = 4096
 
     def suggest(self, count: int) -> Plan:
         """A space-filling start, or the batch of highest expected improvement."""
@@ -112,6 +115,7 @@ class Bayes(Strategy):
             failed=runs.failed,
             point_types=runs.types,
             seed=self.seed,
+            candidates=self.candidates,
             budget_left=self.budget,
             time_left=self.time_left,
         )

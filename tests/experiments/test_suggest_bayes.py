@@ -12,14 +12,8 @@ from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.suggest import Limit, Runs, next_batch
-from experiments.suggest.bayes import (
-    MAX_CHALLENGE_RUNS,
-    _Fitted,
-    bayes,
-    bayes_batch,
-    predict,
-    recommend,
-)
+from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes_batch, predict, recommend
+from experiments.suggest.bayes.models import Models, checked_runs
 from experiments.suggest.gaussian_process import (
     Encoder,
     fit,
@@ -31,6 +25,7 @@ from experiments.suggest.gaussian_process import (
     training_rows,
 )
 from experiments.suggest.output_warping import Warp
+from tests.experiments.bayes_strategy import bayes
 from tests.timing import assert_within
 from tests.toy_responses import saturating_latency
 
@@ -229,7 +224,7 @@ def test_bad_options_are_refused(options, field):
 
 def test_bad_runs_are_refused():
     values = [bowl(c) for c in CORNERS]
-    with pytest.raises(DomainError, match="one response value per configuration"):
+    with pytest.raises(DomainError, match="one value per run"):
         bayes(NODES_THREADS, CORNERS, values[:-1])
     with pytest.raises(DomainError) as error:
         bayes(NODES_THREADS, [*CORNERS[:-1], {"nodes": 2.5, "threads": 4}], values)
@@ -238,7 +233,7 @@ def test_bad_runs_are_refused():
         bayes(NODES_THREADS, CORNERS, [*values[:-1], float("nan")])
     assert error.value.field == "values.4"
     with pytest.raises(DomainError, match="same result"):
-        bayes(NODES_THREADS, CORNERS, [1.0] * 5)
+        checked_runs(NODES_THREADS, CORNERS, [1.0] * 5)
     impossible = parse_constraints(["nodes + threads >= 100"], NODES_THREADS)
     with pytest.raises(DomainError) as error:
         bayes(NODES_THREADS, CORNERS, values, constraints=impossible)
@@ -836,7 +831,7 @@ def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measur
         for c in configs
     ]
     observed = [sp.check_config(c) for c in configs]
-    fitted = _Fitted.of(sp, observed, np.array(values), [], [], None, 0)
+    fitted = Models.of(sp, observed, np.array(values), [], [], None, 0)
     warp = Warp.of(np.array(values))
     assert warp.power < 1.0 and fitted.search is not fitted.model
     assert fitted.w_fit == pytest.approx(warp.forward(np.array(values)))
@@ -851,5 +846,5 @@ def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measur
     # A throughput's runs, a long lower tail: the warp leaves them as they are, and one model
     # does both.
     starved = 1.0 - np.array(values)
-    flat = _Fitted.of(sp, observed, starved, [], [], None, 0)
+    flat = Models.of(sp, observed, starved, [], [], None, 0)
     assert flat.search is flat.model

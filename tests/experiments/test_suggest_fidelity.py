@@ -8,9 +8,10 @@ import pytest
 from experiments import analysis
 from experiments.factors import FactorSpace
 from experiments.suggest import Runs, suggest
-from experiments.suggest.bayes import FINAL_SHARE, bayes, recommend
+from experiments.suggest.bayes import FINAL_SHARE, recommend
 from experiments.suggest.fidelity import TRIAL_OVERHEAD_S, Fidelity
 from experiments.suggest.gaussian_process import Encoder, fit, run_correlation
+from tests.experiments.bayes_strategy import bayes
 
 RUNTIME = {"name": "runtime_s", "kind": "integer", "low": 10, "high": 120, "fidelity": True}
 SPACE = FactorSpace.from_dicts(
