@@ -21,7 +21,7 @@ from app.target_specs import load_targets
 from experiments.galera.kinds import KIND_FACTORS, KIND_RESPONSES, RUNNABLE_KINDS
 from experiments.galera.target_spec import TargetSpec
 from worker import tasks
-from worker.targets import TARGET_CLASSES, build_target, cluster
+from worker.targets import TARGET_CLASSES, build_target, processes
 from worker.targets.base import (
     InfrastructureError,
     Target,
@@ -30,7 +30,7 @@ from worker.targets.base import (
     TrialResult,
     Value,
 )
-from worker.targets.cluster import run_processes
+from worker.targets.processes import run_processes
 
 
 def test_every_runnable_kind_has_a_target_class():
@@ -164,7 +164,7 @@ def test_cluster_processes_are_stopped_by_pid_when_the_trial_is_cancelled(caplog
 
 
 def test_cluster_processes_that_ignore_sigterm_are_killed(monkeypatch, caplog):
-    monkeypatch.setattr(cluster, "STOP_GRACE_S", 0.5)
+    monkeypatch.setattr(processes, "STOP_GRACE_S", 0.5)
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     ignore = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30)"

@@ -17,38 +17,30 @@ import dataclasses
 import logging
 import shlex
 import subprocess
-import tempfile
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pymysql.cursors import Cursor
 
-from experiments.galera.kinds import CLUSTER_FACTORS, MIN_RUNTIME_S, WAN_FACTORS
-from experiments.galera.provider_options import (
-    is_provider_option_name,
-    provider_option,
-    provider_value,
-)
-from experiments.galera.restart_settings import config_value, is_restart_only
-from experiments.galera.variable_policy import check_settings
-from experiments.galera.workloads import WORKLOAD_OPTIONS, WORKLOADS
-from worker import galera_sql, sysbench
+from experiments.galera.kinds import CLUSTER_FACTORS
+from worker import galera_sql, sysbench, sysbench_output
 from worker.targets import record, restore, schemas
 from worker.targets.base import (
     InfeasibleError,
     InfrastructureError,
     Target,
     TargetError,
-    TrialCancelledError,
     TrialResult,
     Value,
     check_cancelled,
 )
+from worker.targets.cluster_responses import Measured, check_membership_unchanged, trial_responses
+from worker.targets.processes import run_processes
+from worker.targets.trial_plan import TrialPlan, plan_trial
 
 log = logging.getLogger(__name__)
 
@@ -57,31 +49,6 @@ RESIZING_WORKLOADS = ("oltp_insert", "oltp_delete", "tpcc")
 # Server errors that mean "this configuration cannot run here", not "the cluster broke".
 INFEASIBLE_MARKERS = ("Too many connections", "max_connections", "Out of memory", "(1040)")
 PREPARE_TIMEOUT_S = 600
-# How often a running sysbench is checked for exit and for cancellation, and how long one that
-# was told to stop (SIGTERM) gets before SIGKILL.
-POLL_S = 0.2
-STOP_GRACE_S = 5.0
-
-
-@dataclass(frozen=True)
-class TrialPlan:
-    """One trial's settings, from the factors with the target's defaults for the rest."""
-
-    nodes: int
-    clients: int
-    threads_per_client: int
-    runtime_s: int
-    workload: str
-    variables: dict[str, Value]
-    load_nodes: int
-    options: dict[str, Value]
-    sites: int = 1
-    wan_rtt_ms: float = 0.0
-    wan_jitter_ms: float = 0.0
-    # Galera provider options, written as the provider takes them.
-    provider_options: dict[str, str] = dataclasses.field(default_factory=dict)
-    # Settings the nodes read only when they start (server variables, provider options).
-    restart_settings: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class ClusterTarget(Target):
@@ -144,85 +111,12 @@ class ClusterTarget(Target):
 
     def plan(self, config: Mapping[str, Value]) -> TrialPlan:
         """The trial's settings; refuses values no cluster can run."""
-        merged = {**self.defaults, **config}
-        workload = str(merged["workload"])
-        if workload not in WORKLOADS:
-            raise InfeasibleError(f"workload must be one of {', '.join(WORKLOADS)}")
-        merged.setdefault("load_nodes", merged["nodes"])
-        numbers = {}
-        for name in ("nodes", "clients", "threads_per_client", "runtime_s", "load_nodes"):
-            value = merged[name]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InfeasibleError(f"{name} must be a number")
-            if int(value) < 1:
-                raise InfeasibleError(f"{name} must be at least 1")
-            numbers[name] = int(value)
-        if numbers["load_nodes"] > numbers["nodes"]:
-            raise InfeasibleError(
-                f"load_nodes ({numbers['load_nodes']}) cannot exceed nodes ({numbers['nodes']})"
-            )
-        wan = {name: merged.get(name, low) for name, (low, _) in WAN_FACTORS.items()}
-        for name, (low, high) in WAN_FACTORS.items():
-            value = wan[name]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InfeasibleError(f"{name} must be a number")
-            if not low <= value <= high:
-                raise InfeasibleError(f"{name} must be from {low:g} to {high:g}")
-        if wan["sites"] != int(wan["sites"]) or wan["sites"] > numbers["nodes"]:
-            raise InfeasibleError(
-                f"sites ({wan['sites']}) must be a whole number of sites, each with a node"
-                f" (nodes: {numbers['nodes']})"
-            )
-        if numbers["runtime_s"] < MIN_RUNTIME_S:
-            raise InfeasibleError(
-                f"runtime_s must be at least {MIN_RUNTIME_S} s: the steady state is estimated "
-                "from one-second interval reports"
-            )
-        variables = {
-            k: v for k, v in config.items() if k not in CLUSTER_FACTORS and k not in WAN_FACTORS
-        }
-        provider, restart = {}, {}
-        for name in [k for k in variables if is_provider_option_name(k) or is_restart_only(k)]:
-            value = variables.pop(name)
-            try:
-                text = (
-                    provider_value(provider_option(name), value)
-                    if is_provider_option_name(name)
-                    else config_value(name, value)
-                )
-            except ValueError as error:
-                raise InfeasibleError(str(error)) from error
-            (restart if is_restart_only(name) else provider)[name] = text
-        if "wsrep_slave_threads" in config:
-            variables["wsrep_slave_threads"] = config["wsrep_slave_threads"]
-        try:
-            # The API checked them at submission; checked again here, as the worker sets them.
-            variables = check_settings(variables, self.settings)
-        except ValueError as error:
-            raise InfeasibleError(str(error)) from error
-        owned = {name: w for w, names in WORKLOAD_OPTIONS.items() for name in names}
-        options = {k: merged[k] for k in owned if k in merged}
-        foreign = [k for k in options if owned[k] != workload]
-        if foreign:
-            raise InfeasibleError(
-                f"{', '.join(foreign)} apply to the {owned[foreign[0]]} workload only"
-            )
-        if workload == "tpcc":
-            options = {
-                "warehouses": int(options.get("warehouses", 1)),
-                "tpcc_scale": self.tpcc_scale,
-                "tpcc_warmup": self.warmup_s,
-            }
-        return TrialPlan(
-            workload=workload,
-            variables=variables,
-            options=options,
-            sites=int(wan["sites"]),
-            wan_rtt_ms=float(wan["wan_rtt_ms"]),
-            wan_jitter_ms=float(wan["wan_jitter_ms"]),
-            provider_options=provider,
-            restart_settings=restart,
-            **numbers,
+        return plan_trial(
+            config,
+            defaults=self.defaults,
+            settings=self.settings,
+            tpcc_scale=self.tpcc_scale,
+            warmup_s=self.warmup_s,
         )
 
     def run(
@@ -238,63 +132,76 @@ class ClusterTarget(Target):
         plan = self.plan(config)
         check_cancelled(cancel)
         try:
-            # A resize is not interrupted (a half-joined node is worse than a late stop): the
-            # cancellation is honoured between the phases and during every sysbench run.
-            self.place(plan)
-            # Before a resize: nodes it starts must start with the settings already.
-            restart_s = self.restart_with(plan.restart_settings)
-            nodes = self.nodes_for(plan.nodes)
-            if fresh and restart_s == 0:
-                # After the resize, so only the trial's nodes restart; a restart for the
-                # settings above restarted every node already, and a node the resize
-                # started is fresh.
-                restart_s = self.restart_with(plan.restart_settings, every_node=True)
-            check_cancelled(cancel)
+            nodes, restart_s = self._ready(plan, cancel, fresh=fresh)
             size = self.cluster_size(nodes)
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
             self.apply_settings(nodes, plan)
-            with sysbench.password_file(self.credentials.password) as secret:
-                self.prepare_schemas(nodes[0], plan, cancel, secret=secret)
-                # Timed on the idle cluster, as the published WAN study timed its INSERTs.
-                commit_ms = galera_sql.commit_latency_ms(
-                    nodes[0], self.credentials, self.commit_probes
-                )
-                argvs = self._run_commands(nodes, plan, secret)
-                # One snapshot of every node on each side of the run serves the responses and
-                # the record alike (a second read would reset wsrep_local_recv_queue_avg again).
-                states_before = record.node_states(nodes, self.credentials)
-                started = time.monotonic()
-                outputs = self._benchmark(argvs, plan, cancel, secret)
-                elapsed = time.monotonic() - started
-            states_after = record.node_states(nodes, self.credentials)
+            measured = self._measure(nodes, plan, cancel)
             if plan.workload in RESIZING_WORKLOADS:
                 self._prepared.clear()
-            before = [state["wsrep_status"] for state in states_before]
-            after = [state["wsrep_status"] for state in states_after]
             galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
-            _check_membership_unchanged(before, after)
+            check_membership_unchanged(measured.before, measured.after)
             kept = record.trial_record(
                 versions=self._versions(nodes[0]),
                 plan=dataclasses.asdict(plan),
-                commands=[self._redact(shlex.join(argv)) for argv in argvs],
-                before=states_before,
-                after=states_after,
+                commands=[self._redact(shlex.join(argv)) for argv in measured.argvs],
+                before=measured.states_before,
+                after=measured.states_after,
             )
         except galera_sql.VariableError as error:
             raise InfeasibleError(str(error)) from error
         except galera_sql.GaleraError as error:
             raise InfrastructureError(str(error)) from error
-        raw_output = self._redact("\n".join(outputs))
+        raw_output = self._redact("\n".join(measured.outputs))
         try:
-            combined = sysbench.combine([sysbench.parse(output) for output in outputs])
-            responses = _responses(combined, before, after, elapsed)
-            responses["commit_latency_ms"] = commit_ms
-            responses["restart_s"] = restart_s
-            if plan.workload == "tpcc":
-                responses |= _tpcc_responses(sysbench.tpcc_counts(outputs))
-        except sysbench.SysbenchOutputError as error:
+            responses = trial_responses(measured, restart_s=restart_s, workload=plan.workload)
+        except sysbench_output.SysbenchOutputError as error:
             raise TargetError(f"{error}: {raw_output[-2000:]}") from error
         return TrialResult(responses=responses, raw_output=raw_output, record=kept)
+
+    def _ready(
+        self, plan: TrialPlan, cancel: threading.Event | None, *, fresh: bool
+    ) -> tuple[list[galera_sql.Node], float]:
+        """Put the nodes where the trial says, with its restart-only settings, at its node
+        count (all restarted when `fresh`): the nodes that take load, and the seconds the
+        restarts took."""
+        # A resize is not interrupted (a half-joined node is worse than a late stop): the
+        # cancellation is honoured between the phases and during every sysbench run.
+        self.place(plan)
+        # Before a resize: nodes it starts must start with the settings already.
+        restart_s = self.restart_with(plan.restart_settings)
+        nodes = self.nodes_for(plan.nodes)
+        if fresh and restart_s == 0:
+            # After the resize, so only the trial's nodes restart; a restart for the settings
+            # above restarted every node already, and a node the resize started is fresh.
+            restart_s = self.restart_with(plan.restart_settings, every_node=True)
+        check_cancelled(cancel)
+        return nodes, restart_s
+
+    def _measure(
+        self, nodes: list[galera_sql.Node], plan: TrialPlan, cancel: threading.Event | None
+    ) -> Measured:
+        """Prepare the schemas, time commits on the idle cluster, and run the benchmark
+        between two snapshots of every node."""
+        with sysbench.password_file(self.credentials.password) as secret:
+            self.prepare_schemas(nodes[0], plan, cancel, secret=secret)
+            # Timed on the idle cluster, as the published WAN study timed its INSERTs.
+            commit_ms = galera_sql.commit_latency_ms(nodes[0], self.credentials, self.commit_probes)
+            argvs = self._run_commands(nodes, plan, secret)
+            # One snapshot of every node on each side of the run serves the responses and the
+            # record alike (a second read would reset wsrep_local_recv_queue_avg again).
+            states_before = record.node_states(nodes, self.credentials)
+            started = time.monotonic()
+            outputs = self._benchmark(argvs, plan, cancel, secret)
+            elapsed = time.monotonic() - started
+        return Measured(
+            argvs=argvs,
+            outputs=outputs,
+            states_before=states_before,
+            states_after=record.node_states(nodes, self.credentials),
+            elapsed_s=elapsed,
+            commit_ms=commit_ms,
+        )
 
     def apply_settings(self, nodes: list[galera_sql.Node], plan: TrialPlan) -> None:
         """Set the trial's server variables and provider options on `nodes`, and every other
@@ -460,87 +367,6 @@ class ClusterTarget(Target):
         self._prepared.clear()
 
 
-def run_processes(
-    argvs: Sequence[list[str]],
-    *,
-    timeout: float,
-    cancel: threading.Event | None = None,
-    name: str = "sysbench",
-    pass_fds: Sequence[int] = (),
-) -> list[tuple[int, str]]:
-    """Run the commands at once and return each one's exit code and output, in order; each
-    inherits the descriptors `pass_fds` (the password file) and no other.
-
-    Every process is stopped by its pid (SIGTERM, SIGKILL after STOP_GRACE_S) when `cancel` is
-    set (TrialCancelledError), when `timeout` seconds pass (InfrastructureError), or on any
-    other exception: none outlives the call.
-    """
-    processes: list[subprocess.Popen[bytes]] = []
-    with contextlib.ExitStack() as files:
-        # Files, not pipes: an hour of interval reports would fill a pipe read only at the end.
-        outputs = [files.enter_context(tempfile.TemporaryFile()) for _ in argvs]
-        try:
-            for argv, output in zip(argvs, outputs, strict=True):
-                process = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=pass_fds,
-                )
-                processes.append(process)
-                log.info("started %s (pid %d)", name, process.pid)
-            deadline = time.monotonic() + timeout
-            while any(process.poll() is None for process in processes):
-                if cancel is not None and cancel.wait(POLL_S):
-                    pids = ", ".join(str(p.pid) for p in processes)
-                    log.info("trial cancelled: stopping %s (pid %s)", name, pids)
-                    raise TrialCancelledError(f"the trial was cancelled; {name} was stopped")
-                if cancel is None:
-                    time.sleep(POLL_S)
-                if time.monotonic() > deadline:
-                    raise InfrastructureError(f"{name} did not finish within {timeout:g} s")
-        finally:
-            _stop(processes)
-        results = []
-        for process, output in zip(processes, outputs, strict=True):
-            output.seek(0)
-            results.append((process.returncode, output.read().decode(errors="replace")))
-        return results
-
-
-def _stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
-    """SIGTERM every process still running, SIGKILL those that outlive the grace; reap all."""
-    running = [process for process in processes if process.poll() is None]
-    for process in running:
-        process.terminate()
-    deadline = time.monotonic() + STOP_GRACE_S
-    for process in running:
-        try:
-            process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _check_membership_unchanged(before: list[dict[str, str]], after: list[dict[str, str]]) -> None:
-    """Healthy before and after is not enough: a node that left and came back during the run
-    changed the cluster's configuration id, and the run did not measure one cluster."""
-    if [b["wsrep_cluster_conf_id"] for b in before] != [a["wsrep_cluster_conf_id"] for a in after]:
-        raise galera_sql.GaleraError("the cluster's membership changed during the trial")
-
-
-def _tpcc_responses(counts: sysbench.TpccCounts) -> dict[str, float]:
-    """NOTPM (tpmc: the same count under TPC-C's name), the rollback rate of new orders and
-    their p95 latency; the abort rate of certification conflicts stays in `abort_rate`."""
-    return {
-        "notpm": counts.notpm,
-        "tpmc": counts.notpm,
-        "rollback_rate": counts.rollback_rate,
-        "new_order_latency_p95_ms": counts.latency_p95_ms,
-    }
-
-
 def _database(plan: TrialPlan, client: int) -> str:
     """The schema a client machine works in: its own (as the published study ran), except
     under rw_mix, whose question is how writers on different nodes collide on one hot set, and
@@ -548,38 +374,3 @@ def _database(plan: TrialPlan, client: int) -> str:
     if plan.workload == "tpcc":
         return f"tpcc_w{plan.options['warehouses']}"
     return "sbtest1" if plan.workload == "rw_mix" else f"sbtest{client}"
-
-
-def _responses(
-    combined: sysbench.Combined,
-    before: list[dict[str, str]],
-    after: list[dict[str, str]],
-    elapsed_s: float,
-) -> dict[str, float]:
-    def delta(name: str) -> float:
-        return sum(float(a[name]) - float(b[name]) for a, b in zip(after, before, strict=True))
-
-    nodes = len(after)
-    transactions = combined.transactions
-    errors = combined.ignored_errors
-    return {
-        "tps": combined.tps,
-        "qps": combined.qps,
-        "latency_avg_ms": combined.latency_avg_ms,
-        "latency_p95_ms": combined.latency_p95_ms,
-        "errors_per_s": combined.errors_per_s,
-        "reconnects_per_s": combined.reconnects_per_s,
-        "cert_failures": delta("wsrep_local_cert_failures"),
-        "bf_aborts": delta("wsrep_local_bf_aborts"),
-        # Each node counts the time it was paused; flow control pauses the whole cluster.
-        "flow_control_paused": delta("wsrep_flow_control_paused_ns") / (nodes * elapsed_s * 1e9),
-        # Reading wsrep_local_recv_queue_avg resets it: the value after is the run's average.
-        "recv_queue_avg": sum(float(a["wsrep_local_recv_queue_avg"]) for a in after) / nodes,
-        # How many write-sets could be applied in parallel (averaged over the node's life).
-        "cert_deps_distance": sum(float(a["wsrep_cert_deps_distance"]) for a in after) / nodes,
-        "abort_rate": errors / (transactions + errors) if transactions + errors else 0.0,
-        "tps_steady": combined.steady.tps_mean,
-        "tps_se": combined.steady.tps_se,
-        "latency_p95_steady_ms": combined.steady.p95_mean,
-        "latency_p95_se_ms": combined.steady.p95_se,
-    }

@@ -17,7 +17,8 @@ from worker import galera_sql
 from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster
 from worker.targets.base import InfeasibleError
-from worker.targets.cluster import ClusterTarget, TrialPlan
+from worker.targets.cluster import ClusterTarget
+from worker.targets.trial_plan import TrialPlan
 from worker.wan.delay_proxy import Delay
 
 # The values the trials' settings replaced, to set back (`worker.targets.restore`).
