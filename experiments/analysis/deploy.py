@@ -142,66 +142,15 @@ def deploy_answer(
     and, when given, the fitted `analysis` of `response` (its predicted optimum) and the
     regression `model` it was fitted as (the predictions with intervals). `limits` and the
     `responses` they limit, one value per run, flag a best run that breaks one."""
-    if not configs:
-        raise DomainError("configs", "needs at least one measured run")
-    if len(values) != len(configs):
-        raise DomainError("values", f"needs one value per run: {len(configs)} runs, {len(values)}")
-    observed = [space.check_config(c, in_region=False) for c in configs]
-    names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(values))]
-    if len(names) != len(values):
-        raise DomainError("labels", f"needs one label per run: {len(values)} runs, {len(names)}")
-    sign = 1.0 if goal == "maximize" else -1.0
-    groups = _grouped(space, observed, values, names)
+    runs = _checked_runs(space, configs, values, labels)
     config = space.check_config(recommendation.config, in_region=False)
-    measured = groups.get(space.key(config))
-
-    def view(at: Config) -> ModelView | None:
-        if model is None or analysis is None:
-            return None
-        return _view(model, analysis.model_label, response or measure, at)
-
-    def candidate(
-        kind: str, label: str, at: Config, found: Measurements | None, seen: ModelView | None
-    ) -> Candidate:
-        summary = _summary(describe_config(at, space.units), measure, found, seen, unmeasured="")
-        return Candidate(kind, label, at, found, seen, summary)
-
-    alternatives: list[Candidate] = []
-    agreements: list[str] = []
-    if analysis is not None:
-        optimum = space.check_config(analysis.optimum.config, in_region=False)
-        if space.key(optimum) == space.key(config):
-            agreements.append("It is also the regression model's predicted optimum.")
-        else:
-            found = groups.get(space.key(optimum))
-            label = (
-                "the model's predicted optimum, not yet measured"
-                if found is None
-                else f"the model's predicted optimum, measured {_times(found.runs)}"
-            )
-            seen = _optimum_view(analysis, response or measure)
-            alternatives.append(candidate("predicted_optimum", label, optimum, found, seen))
-    best = max(range(len(values)), key=lambda i: sign * float(values[i]))
-    best_key = space.key(observed[best])
-    if best_key == space.key(config):
-        agreements.append(f"It also gave the best single run ({names[best]}).")
-    else:
-        label = "the best single run: one measurement, its noise included"
-        broken = _broken(limits, responses, best)
-        if broken:
-            label += f"; it breaks {broken}"
-        single = Measurements(1, [names[best]], float(values[best]), None)
-        alternatives.append(
-            candidate("best_run", label, observed[best], single, view(observed[best]))
-        )
-    replicated = [m for m in groups.items() if m[1].runs >= 2]
-    if replicated:
-        key, top = max(replicated, key=lambda item: sign * item[1].mean)
-        if key not in (space.key(config), best_key):
-            where = dict(zip(space.names, key, strict=True))
-            label = f"the best mean of a configuration measured more than once ({top.runs} runs)"
-            alternatives.append(candidate("best_mean", label, where, top, view(where)))
-    seen = view(config)
+    evidence = _Evidence(
+        space, measure, response or measure, _grouped(space, runs), analysis=analysis, model=model
+    )
+    sign = 1.0 if goal == "maximize" else -1.0
+    alternatives, agreements = _alternatives(evidence, config, runs, sign, limits, responses)
+    measured = evidence.groups.get(space.key(config))
+    seen = evidence.view(config)
     return DeployAnswer(
         config=config,
         source="recommendation",
@@ -214,9 +163,133 @@ def deploy_answer(
         judged_sd=finite_or_none(recommendation.uncertainty),
         measured=measured,
         model=seen,
-        caveats=_caveats(space, observed),
+        caveats=_caveats(space, runs.configs),
         alternatives=alternatives,
     )
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The measured runs, checked: each run's configuration, value and label."""
+
+    configs: list[Config]
+    values: list[float]
+    labels: list[str]
+
+
+def _checked_runs(
+    space: FactorSpace,
+    configs: Sequence[Mapping[str, object]],
+    values: Sequence[float],
+    labels: Sequence[str] | None,
+) -> _Runs:
+    """The runs with one value and one label each (default "run i"), their configurations
+    checked against `space` (outside the region too: a run measured is a fact)."""
+    if not configs:
+        raise DomainError("configs", "needs at least one measured run")
+    if len(values) != len(configs):
+        raise DomainError("values", f"needs one value per run: {len(configs)} runs, {len(values)}")
+    observed = [space.check_config(c, in_region=False) for c in configs]
+    names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(values))]
+    if len(names) != len(values):
+        raise DomainError("labels", f"needs one label per run: {len(values)} runs, {len(names)}")
+    return _Runs(observed, [float(v) for v in values], names)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What a configuration is shown with: the runs that measured it (`groups`, by
+    `space.key`) and, with a fitted `model` of `response`, the model's prediction there."""
+
+    space: FactorSpace
+    measure: str
+    response: str
+    groups: dict[tuple[Value, ...], Measurements]
+    analysis: Analysis | None
+    model: FittedModel | None
+
+    def view(self, at: Config) -> ModelView | None:
+        """The regression model's prediction at `at`, None without a fitted model."""
+        if self.model is None or self.analysis is None:
+            return None
+        return _view(self.model, self.analysis.model_label, self.response, at)
+
+    def candidate(
+        self, kind: str, label: str, at: Config, found: Measurements | None, seen: ModelView | None
+    ) -> Candidate:
+        """An alternative configuration with its evidence summarized (its label says whether it
+        was measured)."""
+        lead = describe_config(at, self.space.units)
+        summary = _summary(lead, self.measure, found, seen, unmeasured="")
+        return Candidate(kind, label, at, found, seen, summary)
+
+
+def _alternatives(
+    evidence: _Evidence,
+    config: Config,
+    runs: _Runs,
+    sign: float,
+    limits: Sequence[_Limit],
+    responses: Mapping[str, Sequence[float]] | None,
+) -> tuple[list[Candidate], list[str]]:
+    """The answer `config` set against the predicted optimum, the best single run and the best
+    mean of a replicated configuration: each that differs becomes an alternative, each that
+    coincides an agreement said in the answer's reason."""
+    space, analysis = evidence.space, evidence.analysis
+    answer = space.key(config)
+    alternatives: list[Candidate] = []
+    agreements: list[str] = []
+    if analysis is not None:
+        optimum = space.check_config(analysis.optimum.config, in_region=False)
+        if space.key(optimum) == answer:
+            agreements.append("It is also the regression model's predicted optimum.")
+        else:
+            alternatives.append(_optimum_candidate(evidence, analysis, optimum))
+    best = max(range(len(runs.values)), key=lambda i: sign * runs.values[i])
+    best_key = space.key(runs.configs[best])
+    if best_key == answer:
+        agreements.append(f"It also gave the best single run ({runs.labels[best]}).")
+    else:
+        alternatives.append(_best_run_candidate(evidence, runs, best, limits, responses))
+    replicated = [m for m in evidence.groups.items() if m[1].runs >= 2]
+    if replicated:
+        key, top = max(replicated, key=lambda item: sign * item[1].mean)
+        if key not in (answer, best_key):
+            where = dict(zip(space.names, key, strict=True))
+            label = f"the best mean of a configuration measured more than once ({top.runs} runs)"
+            alternatives.append(
+                evidence.candidate("best_mean", label, where, top, evidence.view(where))
+            )
+    return alternatives, agreements
+
+
+def _optimum_candidate(evidence: _Evidence, analysis: Analysis, optimum: Config) -> Candidate:
+    """The regression model's predicted optimum, labelled by whether a run measured it."""
+    found = evidence.groups.get(evidence.space.key(optimum))
+    label = (
+        "the model's predicted optimum, not yet measured"
+        if found is None
+        else f"the model's predicted optimum, measured {_times(found.runs)}"
+    )
+    seen = _optimum_view(analysis, evidence.response)
+    return evidence.candidate("predicted_optimum", label, optimum, found, seen)
+
+
+def _best_run_candidate(
+    evidence: _Evidence,
+    runs: _Runs,
+    best: int,
+    limits: Sequence[_Limit],
+    responses: Mapping[str, Sequence[float]] | None,
+) -> Candidate:
+    """The best single run (index `best`), labelled with the limits it breaks."""
+    label = "the best single run: one measurement, its noise included"
+    broken = _broken(limits, responses, best)
+    if broken:
+        label += f"; it breaks {broken}"
+    single = Measurements(1, [runs.labels[best]], runs.values[best], None)
+    at = runs.configs[best]
+    return evidence.candidate("best_run", label, at, single, evidence.view(at))
 
 
 def _summary(
@@ -266,18 +339,16 @@ def _times(count: int) -> str:
     return "once" if count == 1 else f"{count} times"
 
 
-def _grouped(
-    space: FactorSpace, observed: Sequence[Config], values: Sequence[float], names: Sequence[str]
-) -> dict[tuple[Value, ...], Measurements]:
+def _grouped(space: FactorSpace, runs: _Runs) -> dict[tuple[Value, ...], Measurements]:
     """The runs of each configuration measured, by `space.key`."""
-    runs: dict[tuple[Value, ...], list[int]] = {}
-    for i, config in enumerate(observed):
-        runs.setdefault(space.key(config), []).append(i)
+    indices_of: dict[tuple[Value, ...], list[int]] = {}
+    for i, config in enumerate(runs.configs):
+        indices_of.setdefault(space.key(config), []).append(i)
     found = {}
-    for key, indices in runs.items():
-        y = np.array([float(values[i]) for i in indices])
+    for key, indices in indices_of.items():
+        y = np.array([runs.values[i] for i in indices])
         error = float(np.std(y, ddof=1) / math.sqrt(len(y))) if len(y) >= 2 else None
-        found[key] = Measurements(len(y), [names[i] for i in indices], float(y.mean()), error)
+        found[key] = Measurements(len(y), [runs.labels[i] for i in indices], float(y.mean()), error)
     return found
 
 
