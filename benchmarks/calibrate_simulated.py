@@ -1,7 +1,7 @@
 """Fit the constants of the simulated Galera cluster to the published measurements.
 
 Run `python benchmarks/calibrate_simulated.py [--data DIR]`; it prints the fitted constants (to
-copy into `Calibration` in worker/targets/simulated.py) and how well the model reproduces each
+copy into `Calibration` in worker/targets/simulated_model.py) and how well the model reproduces each
 row. Three fits, in order:
 
 1. galera_rw_ratio_mysql51.csv: how cost, apply work and certification conflicts depend on the
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from worker.targets.simulated import (
+from worker.targets.simulated_model import (
     CALIBRATION,
     REFERENCE_WRITE_SHARE,
     Calibration,

@@ -60,7 +60,7 @@ from app.db.session import Database
 from app.services.api_keys import create_key
 from app.statuses import ExperimentStatus, Failure, TrialStatus
 from client.processes import ChildProcess, api_command, free_port, wait_until
-from worker.targets.simulated import response_surface
+from worker.targets.simulated_model import response_surface
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 BROKER_URL = "redis://127.0.0.1:6379/13"  # nothing is ever sent

@@ -43,14 +43,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from experiments import suggest
 from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import default_scale
 from experiments.suggest import Limit
-from worker.targets.simulated import (
+from worker.targets.simulated import SimulatedTarget, expected_responses
+from worker.targets.simulated_model import (
     REFERENCE_WRITE_SHARE,
     STATEMENTS_PER_TRX,
-    SimulatedTarget,
-    expected_responses,
     response_surface,
 )
 
@@ -106,6 +106,13 @@ class Problem:
     noise_text: str = ""
     # The scale the service searches the response on: the default the API gives its response.
     scale: str = "linear"
+
+    def strategy_problem(self, seed: int) -> suggest.Problem:
+        """The problem as the service's strategies see it, seeded by `seed`."""
+        limits = () if self.limit is None else (self.limit,)
+        return suggest.Problem(
+            self.space, goal=self.goal, scale=self.scale, limits=limits, seed=seed
+        )
 
     def meets_limit(self, measured: float | None) -> bool:
         """Whether a measured value of the constrained response meets the limit (always, when

@@ -58,7 +58,7 @@ LAB_NODES_LIMIT = 99
 # interval reports); an hour is the longest trial any target runs.
 MIN_RUNTIME_S = 10
 MAX_RUNTIME_S = 3600
-# The simulated model's domain (worker/targets/simulated.py): the published study's inputs.
+# The simulated model's domain (worker/targets/simulated_model.py): the published study's inputs.
 SIMULATED_RANGES: dict[str, FactorRange] = {
     "nodes": FactorRange(1, 16),
     "clients": FactorRange(1, 16),

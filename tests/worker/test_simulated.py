@@ -11,16 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments.galera.kinds import SIMULATED_FACTORS
 from worker.targets.base import GALERA_RESPONSES, InfeasibleError, TargetError
 from worker.targets.simulated import (
-    REFERENCE_WRITE_SHARE,
     SIMULATED_DEFAULTS,
-    SIMULATED_FACTORS,
     SimulatedTarget,
     expected_responses,
-    response_surface,
     true_optimum,
 )
+from worker.targets.simulated_model import REFERENCE_WRITE_SHARE, response_surface
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 # The study's later runs (empty cells) kept the settings it had settled on.
