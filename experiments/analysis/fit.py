@@ -91,57 +91,76 @@ def fit(
     """
     check_goal(goal)
     fitted = fit_model(space, configs, values, model, blocks)
-    observed, y, terms, x, results = (
-        fitted.observed,
-        fitted.y,
-        fitted.terms,
-        fitted.x,
-        fitted.results,
-    )
-    labels = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(y))]
+    names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(fitted.y))]
     # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
     with np.errstate(divide="ignore", invalid="ignore"):
-        term_list = _terms(results, terms.names)
         best = predicted_optimum(fitted, goal, constraints, limits, desirability)
-        table = anova(results, x, terms.names, terms.factors)
-        ranked = ranked_effects(space, terms, results, table, best, goal)
-        statistics = fit_statistics(results, x, y)
-        split = _split_plot(terms, x, y, whole_plots)
-        misfit = lack_of_fit(_replicate_keys(fitted), y, results)
-        factor_terms = terms.factor_term_columns
-        factor_names = [terms.names[j] for j in factor_terms]
-        return Analysis(
-            model=model,
-            model_label=model_label(model, fitted.selection, terms.names),
-            goal=goal,
-            n_observations=len(y),
-            terms=term_list,
-            r_squared=finite_or_none(results.rsquared),
-            adj_r_squared=finite_or_none(results.rsquared_adj),
-            rmse=finite_or_none(math.sqrt(results.mse_resid)),
-            residual_df=round(results.df_resid),
-            ranked_factors=ranked,
-            optimum=best,
-            selection=fitted.selection,
-            anova=table,
-            fit=statistics,
-            lack_of_fit=misfit,
-            curvature=None if fitted.blocks else _curvature(space, observed, y),
-            lenth=None if fitted.blocks else _lenth(space, observed, y),
-            diagnostics=diagnostics(results, labels),
-            box_cox=box_cox(y, x),
-            canonical=canonical(results.params[factor_terms], factor_names, space),
-            steepest=steepest_path(fitted, goal, best.config),
-            natural_terms=[
-                *_natural_terms(results, factor_terms, factor_names, space),
-                *(term_list[j] for j in range(len(terms.names)) if j not in factor_terms),
-            ],
-            split_plot=split,
+        split = _split_plot(fitted.terms, fitted.x, fitted.y, whole_plots)
+        return _analysis(
+            fitted,
+            model,
+            goal,
+            best,
+            labels=names,
+            response=response,
+            split=split,
             method=_method(split, whole_plots),
-            explanation=_explanation(
-                response, goal, fitted, (ranked, term_list, statistics, misfit, best, table)
-            ),
         )
+
+
+def _analysis(
+    fitted: FittedModel,
+    model: str,
+    goal: str,
+    best: Optimum,
+    *,
+    labels: list[str],
+    response: str,
+    split: SplitPlotFit | None,
+    method: str,
+) -> Analysis:
+    """What `fit` reports of the fitted model and its optimum `best`: coefficients, ANOVA, fit
+    statistics, screening tests, diagnostics, the canonical analysis and the explanation."""
+    space, terms, results, x, y = fitted.space, fitted.terms, fitted.results, fitted.x, fitted.y
+    term_list = _terms(results, terms.names)
+    table = anova(results, x, terms.names, terms.factors)
+    ranked = ranked_effects(space, terms, results, table, best, goal)
+    statistics = fit_statistics(results, x, y)
+    misfit = lack_of_fit(_replicate_keys(fitted), y, results)
+    factor_terms = terms.factor_term_columns
+    factor_names = [terms.names[j] for j in factor_terms]
+    return Analysis(
+        model=model,
+        model_label=model_label(model, fitted.selection, terms.names),
+        goal=goal,
+        n_observations=len(y),
+        terms=term_list,
+        r_squared=finite_or_none(results.rsquared),
+        adj_r_squared=finite_or_none(results.rsquared_adj),
+        rmse=finite_or_none(math.sqrt(results.mse_resid)),
+        residual_df=round(results.df_resid),
+        ranked_factors=ranked,
+        optimum=best,
+        selection=fitted.selection,
+        anova=table,
+        fit=statistics,
+        lack_of_fit=misfit,
+        curvature=None if fitted.blocks else _curvature(space, fitted.observed, y),
+        lenth=None if fitted.blocks else _lenth(space, fitted.observed, y),
+        diagnostics=diagnostics(results, labels),
+        box_cox=box_cox(y, x),
+        canonical=canonical(results.params[factor_terms], factor_names, space),
+        steepest=steepest_path(fitted, goal, best.config),
+        natural_terms=[
+            *_natural_terms(results, factor_terms, factor_names, space),
+            *(term_list[j] for j in range(len(terms.names)) if j not in factor_terms),
+        ],
+        split_plot=split,
+        method=method,
+        explanation=_explanation(
+            response, goal, fitted, (ranked, term_list, statistics, misfit, best, table)
+        ),
+    )
 
 
 def _explanation(
