@@ -40,7 +40,7 @@ from typing import NamedTuple
 from rich.console import Console
 from rich.table import Table
 
-from worker.wan.delay_proxy import Route
+from worker.wan.routes import Route
 
 HOST = "127.0.0.1"
 RTTS_MS = (0.0, 10.0, 100.0)

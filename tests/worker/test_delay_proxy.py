@@ -26,15 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from worker.wan.delay_proxy import (
-    MAX_IN_FLIGHT,
-    Delay,
-    Route,
-    RouteError,
-    load_config,
-    serve,
-    socket_in,
-)
+from worker.wan.delay_line import MAX_IN_FLIGHT
+from worker.wan.delay_proxy import serve
+from worker.wan.kernel import socket_in
+from worker.wan.routes import Delay, Route, RouteError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"

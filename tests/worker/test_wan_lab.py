@@ -28,7 +28,7 @@ from worker.lab.layout import LabLayout, free_layout
 from worker.lab.supervisor import LabCluster
 from worker.targets.base import InfeasibleError
 from worker.targets.lab import LabTarget, settings_of
-from worker.wan.delay_proxy import Delay
+from worker.wan.routes import Delay
 from worker.wan.sites import Wan
 
 pytestmark = pytest.mark.integration
@@ -211,7 +211,7 @@ def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed
     # A worker that put the nodes on two sites dies without a word.
     script = (
         "import sys; from worker.lab.supervisor import LabCluster; "
-        "from worker.targets.lab import layout_from; from worker.wan.delay_proxy import Delay; "
+        "from worker.targets.lab import layout_from; from worker.wan.routes import Delay; "
         "import json; lab = LabCluster(layout_from(json.loads(sys.argv[1]))); "
         "lab.place(2, Delay(rtt_ms=20)); lab.resize(2); print('up', flush=True); "
         "import time; time.sleep(600)"

@@ -19,7 +19,7 @@ from worker.lab.supervisor import LabCluster
 from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget
 from worker.targets.trial_plan import TrialPlan
-from worker.wan.delay_proxy import Delay
+from worker.wan.routes import Delay
 
 # The values the trials' settings replaced, to set back (`worker.targets.restore`).
 RESTORE_FILE = "restore.json"

@@ -33,7 +33,7 @@ from typing import Any
 from worker.galera_sql import GaleraError
 from worker.lab import procfs
 from worker.lab.layout import LabLayout
-from worker.wan.delay_proxy import Delay, Route
+from worker.wan.routes import Delay, Route
 
 log = logging.getLogger(__name__)
 
