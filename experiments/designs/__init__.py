@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experiments.designs.base import DesignFamily
+from experiments.designs.base import DesignFamily, FamilyRuns
 from experiments.designs.box_behnken import BoxBehnken
 from experiments.designs.ccd import CentralComposite
 from experiments.designs.d_optimal import DOptimal
 from experiments.designs.fractional_factorial import FractionalFactorial
 from experiments.designs.full_factorial import FullFactorial, factor_levels
 from experiments.designs.latin_hypercube import LatinHypercube
-from experiments.designs.limits import Limits, breaches, hard_ranges, natural
+from experiments.designs.limits import HardRange, Limits, breaches, hard_ranges, natural
 from experiments.designs.plackett_burman import PlackettBurman
 from experiments.designs.quality import DesignQuality, assess
 from experiments.designs.request import KINDS, DesignRequest
@@ -145,6 +145,26 @@ def plan(
     ranges = hard_ranges(space, limits)
     request, chosen = family.fit_ranges(space, request, ranges)
     runs = family.build(space, request, constraints)
+    planned = _planned(space, request, runs)
+    feasible = _feasible(request, planned, constraints, ranges)
+    points = _points(space, request, feasible)
+    quality = assess(space, [p.config for p in points], request.model_order)
+    removed = len(planned) - len(feasible)
+    return Design(
+        kind=request.kind,
+        model=request.model_order,
+        points=tuple(points),
+        family=runs.report,
+        quality=quality,
+        removed_by_constraints=removed,
+        notes=(*filter(None, [chosen]), *_notes(space, request, points, removed)),
+    )
+
+
+def _planned(space: FactorSpace, request: DesignRequest, runs: FamilyRuns) -> list[tuple[Any, ...]]:
+    """Every planned run in standard order, as (std_order, replicate, point_type, block, coded,
+    config, rounded): the family's runs once per replicate, then the centre points of each
+    block, each decoded to natural values."""
     rows = [
         (replicate, point_type, block, coded)
         for replicate in range(1, request.replicates + 1)
@@ -156,10 +176,20 @@ def plan(
         for replicate in range(1, request.centre_point_count + 1)
         for coded in _centre_rows(space)
     ]
-    planned = [
+    return [
         (std_order, replicate, point_type, block, coded, *_decode(space, coded))
         for std_order, (replicate, point_type, block, coded) in enumerate(rows, start=1)
     ]
+
+
+def _feasible(
+    request: DesignRequest,
+    planned: list[tuple[Any, ...]],
+    constraints: Sequence[Constraint],
+    ranges: Sequence[HardRange],
+) -> list[tuple[Any, ...]]:
+    """The planned runs that keep the constraints; a 422 when none does, or when one that
+    does leaves a hard range."""
     feasible = [p for p in planned if all(c.satisfied(p[5]) for c in constraints)]
     if not feasible:
         raise DomainError(
@@ -172,9 +202,17 @@ def plan(
             f"the {request.kind} design plans {'; '.join(beyond)}: no planned run may leave a"
             " hard range",
         )
+    return feasible
+
+
+def _points(
+    space: FactorSpace, request: DesignRequest, feasible: list[tuple[Any, ...]]
+) -> list[DesignPoint]:
+    """The runs as design points in run order, each with its whole plot and the earlier point
+    it collapsed onto, if any."""
     duplicates = _collapsed(space, feasible)
     orders, plots = _run_order(space, request, feasible)
-    points = sorted(
+    return sorted(
         (
             DesignPoint(
                 std_order=std_order,
@@ -191,17 +229,6 @@ def plan(
             for std_order, replicate, point_type, block, coded, config, rounded in feasible
         ),
         key=lambda point: point.run_order,
-    )
-    quality = assess(space, [p.config for p in points], request.model_order)
-    removed = len(planned) - len(feasible)
-    return Design(
-        kind=request.kind,
-        model=request.model_order,
-        points=tuple(points),
-        family=runs.report,
-        quality=quality,
-        removed_by_constraints=removed,
-        notes=(*filter(None, [chosen]), *_notes(space, request, points, removed)),
     )
 
 
