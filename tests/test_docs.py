@@ -1,0 +1,84 @@
+"""README.md stays a ten-minute read, and every relative link of README.md and docs/*.md (and
+every anchor it names) leads somewhere that exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+MAX_README_WORDS = 3200
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+CODE = re.compile(r"`[^`\n]*`")
+
+
+def prose(text: str) -> str:
+    """The text without its fenced code blocks, where brackets and hashes are not Markdown."""
+    return FENCE.sub("", text)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = heading.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a Markdown page's headings (a repeated heading gets -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    found = set()
+    for line in prose(page.read_text()).splitlines():
+        match = re.match(r"#{1,6} (.+)", line)
+        if not match:
+            continue
+        base = slug(match.group(1))
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def relative_links(page: Path) -> list[str]:
+    """Every link target of the page that is not a web address or a mail address."""
+    text = CODE.sub("", prose(page.read_text()))
+    return [
+        target
+        for target in LINK.findall(text)
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target)  # http:, https:, mailto:
+    ]
+
+
+def test_the_readme_reads_in_about_ten_minutes():
+    words = len(README.read_text().split())
+    assert words <= MAX_README_WORDS, f"README.md has {words} words (at most {MAX_README_WORDS})"
+
+
+def test_the_slug_follows_github():
+    assert slug("Faults: what happens to trials") == "faults-what-happens-to-trials"
+    assert slug("The dashboard (/ui)") == "the-dashboard-ui"
+    assert slug("`bayes`: Bayesian optimization") == "bayes-bayesian-optimization"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_every_relative_link_resolves(page: Path):
+    broken = []
+    for target in relative_links(page):
+        path_part, _, anchor = target.partition("#")
+        destination = (page.parent / path_part).resolve() if path_part else page
+        if not destination.exists():
+            broken.append(f"{target}: no {destination.relative_to(ROOT)}")
+        elif anchor and destination.suffix == ".md" and anchor not in anchors(destination):
+            broken.append(f"{target}: no heading with anchor #{anchor}")
+    assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in relative_links(README)}
+    pages = {page.resolve() for page in PAGES[1:]}
+    assert pages <= linked, sorted(str(page) for page in pages - linked)
