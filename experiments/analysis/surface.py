@@ -146,35 +146,17 @@ def canonical(
     parsed = _parse(term_names, space)
     if not any(len(t) == 2 and t[0] == t[1] for t in parsed):
         return None
-    numeric = [
-        f for f in space.factors if f.is_numeric and any(m.factor is f for t in parsed for m in t)
-    ]
-    names = [f.name for f in numeric]
-    intercept, b, big_b, reference = _quadratic_form(values, parsed, names)
-    k = len(numeric)
-
-    def predict(x: np.ndarray) -> float:
-        return float(intercept + b @ x + x @ big_b @ x)
-
-    def by_factor(x: np.ndarray) -> dict[str, float]:
-        return {name: float(v) for name, v in zip(names, x, strict=True)}
-
-    def natural(x: np.ndarray) -> dict[str, float]:
-        return {f.name: f.unrounded(float(v)) for f, v in zip(numeric, x, strict=True)}
-
-    eigenvalues, vectors = _eigen(big_b)
+    surface = _surface(values, parsed, space)
+    b = surface.b
+    eigenvalues, vectors = _eigen(surface.big_b)
     largest = float(np.max(np.abs(eigenvalues)))
     threshold = RIDGE_RATIO * largest
-    exact_zero = np.abs(eigenvalues) <= largest * k * np.finfo(float).eps
-    stationary = None if largest == 0 or exact_zero.any() else _stationary(b, eigenvalues, vectors)
-    if stationary is not None and np.max(np.abs(stationary)) > NO_STATIONARY_BEYOND:
-        stationary = None  # an eigenvalue zero but for rounding put it there: there is none
+    stationary = _stationary_point(b, eigenvalues, vectors)
     is_ridge = bool(np.min(np.abs(eigenvalues)) < threshold) or largest == 0
     active = (np.abs(eigenvalues) >= threshold) & (np.abs(eigenvalues) > 0)
-    nature = "ridge" if is_ridge else _nature(eigenvalues)
     beyond: list[str] = []
     if stationary is not None:
-        beyond = [n for n, v in zip(names, stationary, strict=True) if abs(v) > 1.0]
+        beyond = [n for n, v in zip(surface.names, stationary, strict=True) if abs(v) > 1.0]
     inside = stationary is not None and not beyond
     ridge_point = None
     if is_ridge and active.any():
@@ -182,27 +164,91 @@ def canonical(
     direction = None
     if largest == 0 or is_ridge or not inside:
         along = _ridge_direction(b, eigenvalues, vectors)
-        direction = None if along is None else by_factor(along)
+        direction = None if along is None else surface.by_factor(along)
+    stationary_coded, stationary_natural, predicted = surface.at(stationary)
+    ridge_coded, ridge_natural, ridge_predicted = surface.at(ridge_point)
     return Canonical(
-        factors=names,
-        reference=reference,
+        factors=surface.names,
+        reference=surface.reference,
         linear=[float(v) for v in b],
-        quadratic=[[float(v) for v in row] for row in big_b],
-        stationary_coded=None if stationary is None else by_factor(stationary),
-        stationary_natural=None if stationary is None else natural(stationary),
-        predicted=None if stationary is None else predict(stationary),
+        quadratic=[[float(v) for v in row] for row in surface.big_b],
+        stationary_coded=stationary_coded,
+        stationary_natural=stationary_natural,
+        predicted=predicted,
         beyond=beyond,
         inside=inside,
         eigenvalues=[float(v) for v in eigenvalues],
-        eigenvectors=[by_factor(vectors[:, j]) for j in range(k)],
-        nature=nature,
+        eigenvectors=[surface.by_factor(vectors[:, j]) for j in range(len(surface.names))],
+        nature="ridge" if is_ridge else _nature(eigenvalues),
         ridge_threshold=threshold,
         ridge_of=_nature(eigenvalues[active]) if is_ridge and active.any() else None,
-        ridge_point_coded=None if ridge_point is None else by_factor(ridge_point),
-        ridge_point_natural=None if ridge_point is None else natural(ridge_point),
-        ridge_predicted=None if ridge_point is None else predict(ridge_point),
+        ridge_point_coded=ridge_coded,
+        ridge_point_natural=ridge_natural,
+        ridge_predicted=ridge_predicted,
         ridge_direction=direction,
     )
+
+
+@dataclass(frozen=True)
+class _Surface:
+    """The numeric part of the model as y = b0 + x'b + x'Bx (B symmetric) over the numeric
+    `factors` in a term, and the level every categorical factor in a term is held at."""
+
+    factors: list[Factor]
+    intercept: float
+    b: np.ndarray
+    big_b: np.ndarray
+    reference: dict[str, str]
+
+    @property
+    def names(self) -> list[str]:
+        """The factors' names, in the order of b and B."""
+        return [f.name for f in self.factors]
+
+    def by_factor(self, x: np.ndarray) -> dict[str, float]:
+        """A coded point or direction by factor name."""
+        return {name: float(v) for name, v in zip(self.names, x, strict=True)}
+
+    def natural(self, x: np.ndarray) -> dict[str, float]:
+        """A coded point in natural units, unrounded."""
+        return {f.name: f.unrounded(float(v)) for f, v in zip(self.factors, x, strict=True)}
+
+    def predict(self, x: np.ndarray) -> float:
+        """The model's prediction at coded point `x`."""
+        return float(self.intercept + self.b @ x + x @ self.big_b @ x)
+
+    def at(
+        self, x: np.ndarray | None
+    ) -> tuple[dict[str, float] | None, dict[str, float] | None, float | None]:
+        """A point in coded and natural units and the prediction there; all None without one."""
+        if x is None:
+            return None, None, None
+        return self.by_factor(x), self.natural(x), self.predict(x)
+
+
+def _surface(
+    values: np.ndarray, parsed: Sequence[tuple[_Main, ...]], space: FactorSpace
+) -> _Surface:
+    """The quadratic form of the model over the numeric factors its terms contain."""
+    numeric = [
+        f for f in space.factors if f.is_numeric and any(m.factor is f for t in parsed for m in t)
+    ]
+    intercept, b, big_b, reference = _quadratic_form(values, parsed, [f.name for f in numeric])
+    return _Surface(numeric, intercept, b, big_b, reference)
+
+
+def _stationary_point(
+    b: np.ndarray, eigenvalues: np.ndarray, vectors: np.ndarray
+) -> np.ndarray | None:
+    """x_s = -B^-1 b / 2, None when B is singular."""
+    largest = float(np.max(np.abs(eigenvalues)))
+    exact_zero = np.abs(eigenvalues) <= largest * len(eigenvalues) * np.finfo(float).eps
+    if largest == 0 or exact_zero.any():
+        return None
+    stationary = _stationary(b, eigenvalues, vectors)
+    if np.max(np.abs(stationary)) > NO_STATIONARY_BEYOND:
+        return None  # an eigenvalue zero but for rounding put it there: there is none
+    return stationary
 
 
 def _quadratic_form(
