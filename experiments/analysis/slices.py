@@ -129,14 +129,7 @@ def response_slice(
     every other factor at its `held` value; with `continuous`, integer factors between their
     whole numbers too."""
     space = fitted.space
-    for field, name in (("x", x), ("y", y)):
-        if name is not None and name not in space.names:
-            raise DomainError(field, f"must name a factor of the experiment ({space.names})")
-    if y == x:
-        raise DomainError("y", "must be another factor than x")
-    for field, count in (("points", points), ("y_points", y_points or points)):
-        if not MIN_POINTS <= count <= MAX_POINTS:
-            raise DomainError(field, f"must be between {MIN_POINTS} and {MAX_POINTS}")
+    _check_axes(space, x, y, points, y_points)
     base = space.check_config(held, in_region=False)
     x_values = grid_values(space[x], points, continuous=continuous)
     y_values = (
@@ -147,14 +140,6 @@ def response_slice(
         {**base, x: xv} | ({y: yv} if y is not None else {}) for yv in rows for xv in x_values
     ]
     prediction = fitted.predict(configs)
-    feasible = satisfied_rows(constraints, space, configs)
-    matrix = fitted.matrix(configs)
-    for limit in limits:
-        predicted = matrix @ np.asarray(fitted.same_terms(limit.values).params)
-        if limit.min is not None:
-            feasible &= predicted >= limit.min
-        if limit.max is not None:
-            feasible &= predicted <= limit.max
     shape = (len(rows), len(x_values))
 
     def grid(values: np.ndarray) -> list[list[float | None]]:
@@ -168,15 +153,57 @@ def response_slice(
         predicted=prediction.mean.reshape(shape).tolist(),
         ci_low=grid(prediction.ci_low),
         ci_high=grid(prediction.ci_high),
-        feasible=feasible.reshape(shape).tolist(),
+        feasible=_feasible(fitted, configs, constraints, limits).reshape(shape).tolist(),
         held={name: base[name] for name in space.names if name not in (x, y)},
-        runs=[
-            SlicePoint(x=config[x], y=config[y] if y is not None else None, value=float(value))
-            for config, value in zip(fitted.observed, fitted.y, strict=True)
-        ],
-        inside=DataRegion(space, fitted.observed)
-        .contains(np.array([[f.encode(c[f.name]) for f in space.factors] for c in configs]))
-        .reshape(shape)
-        .tolist(),
+        runs=_projected_runs(fitted, x, y),
+        inside=_inside(fitted, configs).reshape(shape).tolist(),
         continuous=continuous,
     )
+
+
+def _check_axes(
+    space: FactorSpace, x: str, y: str | None, points: int, y_points: int | None
+) -> None:
+    """The slice's axes name two different factors, each with an allowed number of points."""
+    for field, name in (("x", x), ("y", y)):
+        if name is not None and name not in space.names:
+            raise DomainError(field, f"must name a factor of the experiment ({space.names})")
+    if y == x:
+        raise DomainError("y", "must be another factor than x")
+    for field, count in (("points", points), ("y_points", y_points or points)):
+        if not MIN_POINTS <= count <= MAX_POINTS:
+            raise DomainError(field, f"must be between {MIN_POINTS} and {MAX_POINTS}")
+
+
+def _feasible(
+    fitted: FittedModel,
+    configs: list[Config],
+    constraints: Sequence[Constraint],
+    limits: Sequence[ResponseLimit],
+) -> np.ndarray:
+    """Where the factor constraints hold and every limited response, predicted by the same
+    terms, stays within its limit."""
+    feasible = satisfied_rows(constraints, fitted.space, configs)
+    matrix = fitted.matrix(configs)
+    for limit in limits:
+        predicted = matrix @ np.asarray(fitted.same_terms(limit.values).params)
+        if limit.min is not None:
+            feasible &= predicted >= limit.min
+        if limit.max is not None:
+            feasible &= predicted <= limit.max
+    return feasible
+
+
+def _inside(fitted: FittedModel, configs: list[Config]) -> np.ndarray:
+    """Where the configurations lie inside the data (the runs' convex hull, coded)."""
+    space = fitted.space
+    coded = np.array([[f.encode(c[f.name]) for f in space.factors] for c in configs])
+    return DataRegion(space, fitted.observed).contains(coded)
+
+
+def _projected_runs(fitted: FittedModel, x: str, y: str | None) -> list[SlicePoint]:
+    """Every observed run projected onto the slice's plane."""
+    return [
+        SlicePoint(x=config[x], y=config[y] if y is not None else None, value=float(value))
+        for config, value in zip(fitted.observed, fitted.y, strict=True)
+    ]
