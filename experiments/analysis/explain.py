@@ -104,6 +104,26 @@ def explain(
     if fit.lack_of_fit_p is not None and fit.lack_of_fit_p < ALPHA:
         sentences.append(_lack_of_fit(fit.model, fit.lack_of_fit_p))
     left_out = {e.factor for e in effects if not e.in_model}
+    sentences.append(
+        _optimum_sentence(response, optimum, predicted, interval, confident, fixed, left_out)
+    )
+    if on_edge:
+        sentences.append(_edge_sentence(optimum, on_edge))
+    return Explanation(sentences=sentences, confident=confident)
+
+
+def _optimum_sentence(
+    response: str,
+    optimum: Mapping[str, Any],
+    predicted: float,
+    interval: tuple[float | None, float | None],
+    confident: bool,
+    fixed: set[str],
+    left_out: set[str],
+) -> str:
+    """The optimum's settings, each `fixed` or `left_out` factor's marked so, and its
+    prediction with the prediction interval: "best predicted" only when the model is
+    confident."""
     settings = ", ".join(
         f"{name} = {format_value(value)}"
         + (
@@ -122,17 +142,18 @@ def explain(
         else ""
     )
     verb = "Best predicted" if confident else "The model's best guess"
-    sentences.append(f"{verb}: {settings}, {response} about {significant(predicted)}{band}.")
-    if on_edge:
-        ends = ", ".join(
-            f"{name} (at the {end} end, {format_value(optimum[name])})"
-            for name, end in on_edge.items()
-        )
-        sentences.append(
-            f"That optimum sits at the edge of the range of {ends}: the best may lie beyond it;"
-            " widen the range in a follow-up experiment."
-        )
-    return Explanation(sentences=sentences, confident=confident)
+    return f"{verb}: {settings}, {response} about {significant(predicted)}{band}."
+
+
+def _edge_sentence(optimum: Mapping[str, Any], on_edge: Mapping[str, str]) -> str:
+    """Which factors' optimum sits at an end of a range that could be widened."""
+    ends = ", ".join(
+        f"{name} (at the {end} end, {format_value(optimum[name])})" for name, end in on_edge.items()
+    )
+    return (
+        f"That optimum sits at the edge of the range of {ends}: the best may lie beyond it;"
+        " widen the range in a follow-up experiment."
+    )
 
 
 @dataclass(frozen=True)
