@@ -37,8 +37,9 @@ def quickstart_lines() -> list[str]:
 
 
 def script_of(lines: list[str], port: int) -> str:
-    """The lines as one bash script that stops at the first failing command and names it, and
-    records the pid of every process it starts in the background."""
+    """The lines as one bash script that stops at the first failing command (a pipeline fails
+    with any of its commands) and names it, and records the pid of every process it starts in
+    the background."""
     body = []
     for line in lines:
         if line.startswith("make "):
@@ -51,7 +52,7 @@ def script_of(lines: list[str], port: int) -> str:
         if re.search(r"&\s*(#.*)?$", line):
             body.append(f"echo $! >> {PIDS}")
     trap = "trap 'echo \"quick start line failed: $BASH_COMMAND\" >&2' ERR"
-    return "\n".join(["set -eE", trap, *body, ""])
+    return "\n".join(["set -eE -o pipefail", trap, *body, ""])
 
 
 def linked_clone(directory: Path) -> None:
