@@ -564,7 +564,7 @@ def suggestion_seconds(runs: int, seed: int = 0, repeats: int = 3) -> float:
     values = [p.observe(c, seed, i).value for i, c in enumerate(configs)]
     history = Runs(configs=configs, values=values, point_types=["bayes"] * runs)  # type: ignore[arg-type]
     return _median_seconds(
-        lambda: next_batch(DEFAULT_METHOD, p.space, history, goal=p.goal, seed=seed), repeats
+        lambda: next_batch(DEFAULT_METHOD, p.strategy_problem(seed), history), repeats
     )
 
 

@@ -151,20 +151,16 @@ class Service:
         self.time = time
         self.stop_reason: str | None = None
         self.plans: dict[int, Plan] = {}
-        self.limits = [] if problem.limit is None else [problem.limit]
+        self.aim = problem.strategy_problem(seed)
 
     def _plan(self, history: History) -> Plan:
         if len(history) not in self.plans:
             self.plans = {len(history): next_batch(
                 self.strategy,
-                self.problem.space,
+                self.aim,
                 self._runs(history),
-                goal=self.problem.goal,
-                scale=self.problem.scale,
                 budget_left=self.budget - len(history),
                 time_left=None if self.time is None else self.time.left(history),
-                limits=self.limits,
-                seed=self.seed,
             )}  # fmt: skip
         return self.plans[len(history)]
 

@@ -194,11 +194,9 @@ def deploy_of(
     has fitted it), none when the runs cannot support one."""
     objective = experiment.parsed_objective
     space = experiment.factor_space
-    runs, aim = suggestions.runs_of(experiment, trials)
+    runs, problem = suggestions.runs_of(experiment, trials)
     if recommended is None:
-        recommended = recommendation(
-            space, runs, goal=aim.goal, limits=aim.limits, seed=experiment.id
-        )
+        recommended = recommendation(problem, runs)
     if recommended is None:
         return None
     used, arguments = fit_arguments(experiment, trials, objective.response)
@@ -217,14 +215,14 @@ def deploy_of(
         space,
         measured.configs,
         measured.values,
-        goal=aim.goal,
+        goal=problem.goal,
         recommendation=recommended,
         measure="overall desirability" if objective.desirability else objective.response,
         response=objective.response,
         labels=arguments["labels"],
         analysis=objective_fit,
         model=fitted,
-        limits=aim.limits,
+        limits=problem.limits,
         responses=measured.responses,
     )
 

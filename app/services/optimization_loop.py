@@ -37,7 +37,6 @@ from app.statuses import (
     TrialStatus,
 )
 from experiments.analysis.deploy import DeployAnswer
-from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.galera.target_spec import TargetSpec
@@ -287,22 +286,16 @@ def _next(
 ) -> tuple[Plan, DeployAnswer | None]:
     """The round's plan, and the answer to deploy built on its recommendation (the one the
     analysis gives while no run has been measured since)."""
-    runs, objective = suggestions.runs_of(experiment, trials)
-    space = experiment.factor_space
     try:
+        runs, problem = suggestions.runs_of(experiment, trials, seed=experiment.id + loop.rounds)
         plan = next_batch(
             loop.strategy,
-            space,
+            problem,
             runs,
-            goal=objective.goal,
-            scale=objective.scale,
             batch_size=loop.batch_size,
             budget_left=loop.budget - used,
             time_left=_time_left(loop, trials),
             stop_below=loop.stop_below,
-            constraints=parse_constraints(experiment.constraints, space),
-            limits=objective.limits,
-            seed=experiment.id + loop.rounds,
         )
     except DomainError as error:
         reason = f"the {loop.strategy} strategy cannot go on: {error.rule}"

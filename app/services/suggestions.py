@@ -19,16 +19,7 @@ from experiments.analysis.optimize import measured_desirability
 from experiments.constraints import parse_constraints
 from experiments.galera.target_spec import TargetSpec
 from experiments.numbers import finite_or_none
-from experiments.suggest import Limit, Plan, Runs, suggest
-
-
-@dataclass(frozen=True)
-class StrategyAim:
-    """What the strategies optimize for an experiment, read off its objective."""
-
-    goal: str
-    scale: str
-    limits: list[Limit]
+from experiments.suggest import Limit, Plan, Problem, Runs, suggest
 
 
 @dataclass(frozen=True)
@@ -40,10 +31,11 @@ class Proposal:
 
 
 def runs_of(
-    experiment: models.Experiment, trials: Sequence[models.Trial]
-) -> tuple[Runs, StrategyAim]:
-    """The trials as the strategies see them: succeeded runs that measured everything the
-    objective needs, their point types and limited responses, and the failed configurations.
+    experiment: models.Experiment, trials: Sequence[models.Trial], *, seed: int | None = None
+) -> tuple[Runs, Problem]:
+    """The trials as the strategies see them (succeeded runs that measured everything the
+    objective needs, their point types and limited responses, and the failed configurations),
+    and the problem they solve, seeded by `seed` (None: the experiment's id).
 
     An objective that combines responses by desirability is optimized as their overall
     desirability (maximized); otherwise the objective's response in its direction.
@@ -71,8 +63,16 @@ def runs_of(
     runs = Runs(
         configs=configs, values=values, point_types=types, responses=responses, failed=failed
     )
-    goal = "maximize" if goals else objective.goal
-    return runs, StrategyAim(goal=goal, scale=objective.scale, limits=limits)
+    space = experiment.factor_space
+    problem = Problem(
+        space,
+        goal="maximize" if goals else objective.goal,
+        scale=objective.scale,
+        constraints=tuple(parse_constraints(experiment.constraints, space)),
+        limits=tuple(limits),
+        seed=experiment.id if seed is None else seed,
+    )
+    return runs, problem
 
 
 def plan_for(
@@ -84,20 +84,8 @@ def plan_for(
     budget: int | None = None,
 ) -> Plan:
     """What `strategy` proposes next for the experiment (nothing is stored)."""
-    runs, objective = runs_of(experiment, trials)
-    space = experiment.factor_space
-    return suggest(
-        strategy,
-        space,
-        runs,
-        goal=objective.goal,
-        scale=objective.scale,
-        count=count,
-        constraints=parse_constraints(experiment.constraints, space),
-        limits=objective.limits,
-        seed=experiment.id,
-        budget=budget,
-    )
+    runs, problem = runs_of(experiment, trials)
+    return suggest(strategy, problem, runs, count=count, budget=budget)
 
 
 def stored(

@@ -1,33 +1,35 @@
 """What to run next: sequential response-surface steps and Bayesian optimization.
 
-Each strategy is a `Strategy` subclass (`base.py`), listed by name in `STRATEGIES`. `suggest`
-proposes the next runs by one strategy and returns a `Plan` (the suggestions, the stage and why);
-`next_batch` is one step of the closed loop: the same, within a budget and a stopping rule on the
-expected improvement, with the configuration to deploy now (`recommendation`). All are pure: the
-service and the benchmarks call them alike.
+Each strategy is a `Strategy` subclass (`base.py`) working on a `Problem`, listed by name in
+`STRATEGIES` (`STRATEGY_NAMES`, and `SUMMARIES` says what each does). `suggest` proposes the
+next runs by one strategy and returns a `Plan` (the suggestions, the stage and why);
+`next_batch` is one step of the closed loop: the same, within a budget and a stopping rule on
+the expected improvement, with the configuration to deploy now (`recommendation`). All are
+pure: the service and the benchmarks call them alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 
-from experiments.constraints import Constraint
 from experiments.errors import DomainError
-from experiments.factors import FactorSpace
-from experiments.numbers import describe_config, format_value
 from experiments.suggest.auto import Auto
-from experiments.suggest.base import Strategy
-from experiments.suggest.bayes import MODEL_NAME, predict, recommend
+from experiments.suggest.base import NotFitted, Strategy, recommended
+from experiments.suggest.bayes import Models
+from experiments.suggest.problem import Problem
 from experiments.suggest.strategies import Augment, Bayes, Replicate, SteepestAscent
 from experiments.suggest.values import DONE, Limit, Plan, Recommendation, Runs, Suggestion
 
 __all__ = [
     "DONE",
     "STRATEGIES",
+    "STRATEGY_NAMES",
+    "SUMMARIES",
     "Limit",
+    "NotFitted",
     "Plan",
+    "Problem",
     "Recommendation",
     "Runs",
     "Strategy",
@@ -40,63 +42,57 @@ __all__ = [
 STRATEGIES: dict[str, type[Strategy]] = {
     kind.name: kind for kind in (Auto, Augment, SteepestAscent, Bayes, Replicate)
 }
+# The one list of the strategies' names, and what each does (for schemas, glossaries, the CLI).
+STRATEGY_NAMES: tuple[str, ...] = tuple(STRATEGIES)
+SUMMARIES: dict[str, str] = {name: kind.summary for name, kind in STRATEGIES.items()}
 MAX_COUNT = 20
 
 
 def suggest(
     strategy: str,
-    space: FactorSpace,
+    problem: Problem,
     runs: Runs,
     *,
-    goal: str = "maximize",
-    scale: str = "linear",
     count: int = 1,
-    constraints: Sequence[Constraint] = (),
-    limits: Sequence[Limit] = (),
-    seed: int = 0,
     budget: int | None = None,
     time_left: float | None = None,
 ) -> Plan:
     """The next runs by the strategy named `strategy` (a key of STRATEGIES), each with its
     prediction and reason.
 
-    `scale` is the scale the Bayesian search models the response on (`experiments.goals`).
     `count` is the batch size of sequential picks (Bayesian optimization, path steps,
     replicates); design steps of `auto` come whole. `budget` is the number of trials the caller
     can still afford (None: unlimited); `auto` chooses its path by it. `time_left` is the share
     of a budget of trial time not yet spent (None: no such budget).
     """
+    return _fitted(strategy, problem, runs, count, budget, time_left).suggest(count)
+
+
+def _fitted(
+    strategy: str,
+    problem: Problem,
+    runs: Runs,
+    count: int,
+    budget: int | None,
+    time_left: float | None,
+) -> Strategy:
+    """The strategy named `strategy`, checked, fitted to the runs."""
     if strategy not in STRATEGIES:
         raise DomainError("strategy", f"must be one of {', '.join(STRATEGIES)}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
         raise DomainError("count", f"must be a whole number from 1 to {MAX_COUNT}")
-    chosen = STRATEGIES[strategy](
-        space,
-        goal=goal,
-        scale=scale,
-        constraints=constraints,
-        limits=limits,
-        seed=seed,
-        budget=budget,
-        time_left=time_left,
-    )
-    return _finished(chosen.fit(runs).suggest(count), strategy, space, runs, seed)
+    return STRATEGIES[strategy](problem, budget=budget, time_left=time_left).fit(runs)
 
 
 def next_batch(
     strategy: str,
-    space: FactorSpace,
+    problem: Problem,
     runs: Runs,
     *,
-    goal: str = "maximize",
-    scale: str = "linear",
     batch_size: int = 1,
     budget_left: int | None = None,
     time_left: float | None = None,
     stop_below: float | None = None,
-    constraints: Sequence[Constraint] = (),
-    limits: Sequence[Limit] = (),
-    seed: int = 0,
 ) -> Plan:
     """One step of the closed loop: the next batch, or why the loop stops.
 
@@ -112,26 +108,22 @@ def next_batch(
         used_up = "the budget of trials is used up"
     elif time_left is not None and time_left <= 0:
         used_up = "the budget of trial time is used up"
+    count = batch_size if budget_left is None else max(1, min(batch_size, budget_left))
+    fitted = _fitted(strategy, problem, runs, count, budget_left, time_left)
     if used_up is not None:
         plan = Plan(strategy, DONE, used_up, [], stop_reason=used_up)
-        return _recommending(plan, space, runs, goal, limits, seed)
-    count = batch_size if budget_left is None else max(1, min(batch_size, budget_left))
-    plan = suggest(
-        strategy,
-        space,
-        runs,
-        goal=goal,
-        scale=scale,
-        count=count,
-        constraints=constraints,
-        limits=limits,
-        seed=seed,
-        budget=budget_left,
-        time_left=time_left,
-    )
-    plan = _recommending(plan, space, runs, goal, limits, seed)
+    else:
+        plan = fitted.suggest(count)
+    if plan.recommendation is None:
+        plan = dataclasses.replace(plan, recommendation=fitted.recommend())
     if plan.stop_reason is not None:
         return plan
+    return _stopped_below(plan, stop_below, budget_left)
+
+
+def _stopped_below(plan: Plan, stop_below: float | None, budget_left: int | None) -> Plan:
+    """The plan, cut to the budget, or stopped when its expected improvement is below
+    `stop_below` (but for a replicate of an uncertain incumbent, which is run first)."""
     gain = plan.expected_improvement
     if stop_below is not None and gain is not None and gain < stop_below:
         replicates = [s for s in plan.suggestions if s.point_type == "replicate"]
@@ -151,64 +143,8 @@ def next_batch(
     return plan
 
 
-def _finished(plan: Plan, strategy: str, space: FactorSpace, runs: Runs, seed: int) -> Plan:
-    """Every suggestion named by the strategy asked for, and predicted by a Gaussian process
-    when its own strategy has no model (when the runs can be modelled at all)."""
-    missing = [s for s in plan.suggestions if s.predicted is None]
-    predictions = (
-        predict(space, runs.configs, runs.values, [s.config for s in missing], seed=seed)
-        if missing
-        else None
-    )
-    filled = iter(predictions or [])
-    suggestions = []
-    for s in plan.suggestions:
-        if s.predicted is None and predictions is not None:
-            mean, sd = next(filled)
-            s = dataclasses.replace(s, predicted=mean, uncertainty=sd, predicted_by=MODEL_NAME)
-        suggestions.append(dataclasses.replace(s, strategy=strategy))
-    return dataclasses.replace(plan, strategy=strategy, suggestions=suggestions)
-
-
-def recommendation(
-    space: FactorSpace,
-    runs: Runs,
-    *,
-    goal: str = "maximize",
-    limits: Sequence[Limit] = (),
-    seed: int = 0,
-) -> Recommendation | None:
-    """What to deploy now: the run configuration of best Gaussian-process mean, or the only
-    one measured while the runs cannot be modelled; None before any run succeeded."""
-    if len(runs) == 0:
-        return None
-    try:
-        return recommend(
-            space,
-            runs.configs,
-            runs.values,
-            goal=goal,
-            limits=limits,
-            responses=runs.responses,
-            failed=runs.failed,
-            seed=seed,
-        )
-    except DomainError:
-        pass
-    # One run, or every run equal: the first measured is as good as any.
-    config, value = space.check_config(runs.configs[0], in_region=False), float(runs.values[0])
-    reason = (
-        f"Deploy {describe_config(config, space.units)}: it measured {format_value(value)}, and"
-        " no model can be fitted yet (one run, or every run measured the same)."
-    )
-    same = [c for c in runs.configs if space.check_config(c, in_region=False) == config]
-    return Recommendation(config, value, None, len(same), value, None, reason)
-
-
-def _recommending(
-    plan: Plan, space: FactorSpace, runs: Runs, goal: str, limits: Sequence[Limit], seed: int
-) -> Plan:
-    if plan.recommendation is not None:
-        return plan
-    found = recommendation(space, runs, goal=goal, limits=limits, seed=seed)
-    return dataclasses.replace(plan, recommendation=found)
+def recommendation(problem: Problem, runs: Runs) -> Recommendation | None:
+    """What to deploy now: the run configuration of best Gaussian-process mean (less one
+    standard deviation), or the only one measured while the runs cannot be modelled; None
+    before any run succeeded. (A fitted strategy's `recommend` gives the same.)"""
+    return recommended(problem, runs, Models.fitted(problem, runs, search=False))

@@ -46,7 +46,6 @@ from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.numbers import describe_config, format_optional
 from experiments.suggest.augment import augment, two_level_split
-from experiments.suggest.base import Strategy
 from experiments.suggest.initial import (
     initial_runs,
     screening,
@@ -54,9 +53,10 @@ from experiments.suggest.initial import (
     screening_size,
     space_filling,
 )
+from experiments.suggest.problem import Problem
 from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.suggest.strategies import Bayes
-from experiments.suggest.values import Plan, Suggestion
+from experiments.suggest.values import Plan, Runs, Suggestion
 from experiments.terms import ModelTerms, distinct_levels
 
 CONFIRMATION_RUNS = 2
@@ -71,21 +71,33 @@ _SPARE_DF = 2
 BAYES_TYPES = frozenset({"bayes", "exploration", "replicate", "full_length", "space_filling"})
 
 
-class Auto(Strategy):
-    """The staged path of a response-surface expert (module doc), read off the runs."""
+class Auto(Bayes):
+    """The staged path of a response-surface expert (module doc), read off the runs; Bayesian
+    optimization where it ends or cannot be taken."""
 
     name = "auto"
+    summary = (
+        "the staged path of a response-surface expert (screening, steepest ascent, composite"
+        " design, confirmation), then Bayesian optimization"
+    )
 
-    def suggest(self, count: int) -> Plan:
+    @classmethod
+    def _staged(cls, problem: Problem, runs: Runs) -> Auto:
+        """An Auto that only reads the staged path off `runs` (no models fitted)."""
+        staged = cls(problem)
+        staged.runs_, staged.models_ = runs, None
+        return staged
+
+    def _plan(self, count: int) -> Plan:
         """The next step of the staged path, with its explanation; design steps come whole."""
         step = self._step(count)
         return self._bayes(step, count) if isinstance(step, str) else step
 
     def _step(self, count: int) -> Plan | str:
         """The next step, or why Bayesian optimization takes over (a sentence to complete)."""
-        if len(self.runs) == 0:
+        if len(self.runs_) == 0:
             return self._start()
-        types = self.runs.types
+        types = self.runs_.types
         if any(t in BAYES_TYPES for t in types):
             return f"Bayesian optimization goes on. It was taken because {self._why(count)}"
         unfit = self._unfit_factor()
@@ -98,12 +110,12 @@ class Auto(Strategy):
             )
         if self._quadratic_estimable():
             return self._response_surface()
-        if self.runs.failed:
+        if self.runs_.failed:
             return (
-                f"{len(self.runs.failed)} trial(s) failed, so the factorial is incomplete and"
+                f"{len(self.runs_.failed)} trial(s) failed, so the factorial is incomplete and"
                 " cannot carry a response surface"
             )
-        split = two_level_split(self.space, self.runs.configs)
+        split = two_level_split(self.problem.space, self.runs_.configs)
         if split is None:
             return (
                 "the runs are neither a two-level factorial nor a response-surface design, so"
@@ -113,7 +125,7 @@ class Auto(Strategy):
 
     def _why(self, count: int) -> str:
         """Why Bayesian optimization was taken, from the runs made before it."""
-        types = self.runs.types
+        types = self.runs_.types
         if "space_filling" in types:
             return (
                 "the staged path was not taken (a budget) or could not be built, so it started"
@@ -122,20 +134,25 @@ class Auto(Strategy):
         staged = [i for i, t in enumerate(types) if t not in BAYES_TYPES]
         if not staged:
             return "every run so far came from it"
-        earlier = self.like(Auto).fit(self.runs.subset(staged))._step(count)
+        earlier = Auto._staged(self.problem, self.runs_.subset(staged))._step(count)
         return earlier if isinstance(earlier, str) else "the staged path ended"
 
     def _start(self) -> Plan:
         """Screening, or a space-filling start when the staged path cannot be afforded."""
         blocker = self._staged_blocker()
         if blocker is not None:
-            n = initial_runs(self.space)
+            n = initial_runs(self.problem.space)
             reason = (
                 f"Bayesian optimization is the better path here: {blocker}. It starts from a"
                 f" space-filling (maximin Latin hypercube) design of {n} runs."
             )
             found = space_filling(
-                self.space, n, self.constraints, self.seed, reason, already=self.runs.failed
+                self.problem.space,
+                n,
+                self.problem.constraints,
+                self.problem.seed,
+                reason,
+                already=self.runs_.failed,
             )
             return Plan(self.name, "initial", reason, found)
         reason = (
@@ -146,7 +163,7 @@ class Auto(Strategy):
             self.name,
             "screening",
             reason,
-            screening(self.space, self.constraints, self.seed, reason),
+            screening(self.problem.space, self.problem.constraints, self.problem.seed, reason),
         )
 
     def _staged_blocker(self) -> str | None:
@@ -154,30 +171,28 @@ class Auto(Strategy):
         unfit = self._unfit_factor()
         if unfit is not None:
             return unfit
-        if self.runs.failed:
+        if self.runs_.failed:
             return "trials of this experiment failed before any succeeded"
-        size = screening_size(self.space, self.seed)
+        size = screening_size(self.problem.space, self.problem.seed)
         if size is None:
             return "the factors cannot be screened by a two-level factorial"
-        needed = size + 2 * len(self.space) + 1 + CONFIRMATION_RUNS
+        needed = size + 2 * len(self.problem.space) + 1 + CONFIRMATION_RUNS
         costs = (
             f"screening ({size} runs), the composite design's axial and centre runs"
-            f" ({2 * len(self.space) + 1}) and {CONFIRMATION_RUNS} confirmation runs ({needed}"
-            " in all)"
+            f" ({2 * len(self.problem.space) + 1}) and {CONFIRMATION_RUNS} confirmation runs"
+            f" ({needed} in all)"
         )
         if self.budget is not None:
-            # Measured with benchmarks/optimizer.py, trials until the recommendation stays
-            # within 2 % of the optimum, the staged path against Bayesian optimization from the
-            # start, seed by seed: the simulated cluster, budget 160 (40 seeds), 3 ahead and 37
-            # behind at 3 % noise, 11-29 at 8 %, where 21 of the 80 races stopped on a
-            # "confirmed" optimum at 90.8-97.7 % of the best; Branin, budget 100 (40 seeds),
-            # 12-26; earlier, at 3 % noise and a budget of 100, a median 81 trials against 24.
+            # Why: with a budget the staged path made the recommendation reach the optimum
+            # later than Bayesian optimization from the start (benchmarks/README.md).
             return (
                 f"a closed loop with a budget of {self.budget} trials is after the optimum, and"
                 f" {costs} would come before any search"
             )
         try:
-            design = screening_design(self.space, self.constraints, self.seed)
+            design = screening_design(
+                self.problem.space, self.problem.constraints, self.problem.seed
+            )
         except DomainError as error:
             return error.rule
         if design.removed_by_constraints:
@@ -189,13 +204,13 @@ class Auto(Strategy):
 
     def _unfit_factor(self) -> str | None:
         """Why a factor of the space rules the staged path out, or None."""
-        categorical = [f.name for f in self.space.factors if not f.is_numeric]
+        categorical = [f.name for f in self.problem.space.factors if not f.is_numeric]
         if categorical:
             return (
                 f"{categorical[0]} is categorical, and the composite design's axial points have"
                 " no meaning for a category"
             )
-        length = self.space.fidelity
+        length = self.problem.space.fidelity
         if length is not None:
             return (
                 f"{length.name} is the trials' length (the fidelity): the staged path would"
@@ -205,7 +220,7 @@ class Auto(Strategy):
         return None
 
     def _after_screening(self, count: int, corners: list[int], centres: list[int]) -> Plan | str:
-        values = np.asarray(self.runs.values, dtype=float)
+        values = np.asarray(self.runs_.values, dtype=float)
         test = curvature(values[corners], values[centres])
         if test is None:
             why = (
@@ -234,10 +249,10 @@ class Auto(Strategy):
                 " near the factorial's edge"
             )
         found = augment(
-            self.space,
-            self.runs.configs,
+            self.problem.space,
+            self.runs_.configs,
             centre_points=COMPOSITE_CENTRE_POINTS,
-            constraints=self.constraints,
+            constraints=self.problem.constraints,
         )
         if self.budget is not None and self.budget < len(found) + CONFIRMATION_RUNS:
             return (
@@ -250,12 +265,12 @@ class Auto(Strategy):
     def _path(self, count: int, p_text: str) -> Plan | None:
         try:
             found = steepest_ascent(
-                self.space,
-                self.runs.configs,
-                self.runs.values,
-                goal=self.goal,
+                self.problem.space,
+                self.runs_.configs,
+                self.runs_.values,
+                goal=self.problem.goal,
                 count=max(count, PATH_STEPS),
-                constraints=self.constraints,
+                constraints=self.problem.constraints,
             )
         except DomainError:
             return None
@@ -267,17 +282,19 @@ class Auto(Strategy):
         return Plan(self.name, "steepest_ascent", explanation, found)
 
     def _quadratic_estimable(self) -> bool:
-        fitted = [i for i, t in enumerate(self.runs.types) if t != "confirmation"]
-        configs = [self.runs.configs[i] for i in fitted]
-        checked = [self.space.check_config(c, in_region=False) for c in configs]
-        distinct = distinct_levels(self.space, checked)
-        if any(d < 3 for f, d in zip(self.space.factors, distinct, strict=True) if f.is_numeric):
+        fitted = [i for i, t in enumerate(self.runs_.types) if t != "confirmation"]
+        configs = [self.runs_.configs[i] for i in fitted]
+        checked = [self.problem.space.check_config(c, in_region=False) for c in configs]
+        distinct = distinct_levels(self.problem.space, checked)
+        if any(
+            d < 3 for f, d in zip(self.problem.space.factors, distinct, strict=True) if f.is_numeric
+        ):
             return False
-        terms = ModelTerms(self.space, "quadratic", distinct)
+        terms = ModelTerms(self.problem.space, "quadratic", distinct)
         return len(configs) >= len(terms.names) + _SPARE_DF
 
     def _response_surface(self) -> Plan | str:
-        types = self.runs.types
+        types = self.runs_.types
         fitted = [i for i, t in enumerate(types) if t != "confirmation"]
         model = self._fit(fitted)
         inadequate = _inadequacy(model)
@@ -287,11 +304,11 @@ class Auto(Strategy):
         confirmed = [
             i
             for i, t in enumerate(types)
-            if t == "confirmation" and _same(self.space, self.runs.configs[i], best.config)
+            if t == "confirmation" and _same(self.problem.space, self.runs_.configs[i], best.config)
         ]
         if not confirmed:
             return self._confirm(model)
-        measured = [float(self.runs.values[i]) for i in confirmed]
+        measured = [float(self.runs_.values[i]) for i in confirmed]
         low, high = _mean_interval(model, len(measured))
         mean = float(np.mean(measured))
         where = describe_config(best.config)
@@ -344,22 +361,22 @@ class Auto(Strategy):
         return Plan(self.name, "confirmation", explanation, found)
 
     def _fit(self, keep: Sequence[int]) -> Analysis:
-        configs = [self.runs.configs[i] for i in keep]
+        configs = [self.runs_.configs[i] for i in keep]
         return analysis.fit(
-            self.space,
+            self.problem.space,
             configs,
-            [self.runs.values[i] for i in keep],
-            goal=self.goal,
+            [self.runs_.values[i] for i in keep],
+            goal=self.problem.goal,
             model="auto",
-            constraints=self.constraints,
+            constraints=self.problem.constraints,
             limits=[
                 analysis.ResponseLimit(
                     response=limit.response,
-                    values=[self.runs.responses[limit.response][i] for i in keep],
+                    values=[self.runs_.responses[limit.response][i] for i in keep],
                     min=limit.min,
                     max=limit.max,
                 )
-                for limit in self.limits
+                for limit in self.problem.limits
             ],
         )
 
@@ -368,11 +385,7 @@ class Auto(Strategy):
             explanation = why if why.endswith(".") else f"{why}."
         else:
             explanation = f"Bayesian optimization: {why}."
-        return (
-            self.like(Bayes, budget=self.budget, time_left=self.time_left)
-            .fit(self.runs)
-            .batch(count, strategy=self.name, explanation=explanation)
-        )
+        return self.batch(count, explanation=explanation)
 
 
 def _inadequacy(model: Analysis) -> str | None:

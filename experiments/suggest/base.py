@@ -1,78 +1,125 @@
-"""The contract of a suggestion strategy (`Strategy`)."""
+"""The contract of a suggestion strategy (`Strategy`), in the style of a scikit-learn estimator:
+configured with a `Problem`, `fit` to the runs (the Gaussian processes every strategy shares
+are fitted there, once), then asked to `suggest`, `predict` and `recommend` from what it fitted.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import ClassVar, Self, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Self
 
-from experiments.constraints import Constraint
-from experiments.factors import FactorSpace
-from experiments.goals import check_goal, check_scale
-from experiments.suggest.values import Limit, Plan, Runs
+from experiments.errors import DomainError
+from experiments.factors import Value
+from experiments.numbers import describe_config, format_value
+from experiments.suggest.bayes.incumbent import MODEL_NAME
+from experiments.suggest.bayes.models import Models
+from experiments.suggest.problem import Problem
+from experiments.suggest.values import Plan, Recommendation, Runs
 
-S = TypeVar("S", bound="Strategy")
+
+class NotFitted(DomainError):
+    """A strategy asked to suggest, predict or recommend before it was fitted to the runs."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            "strategy", f"{name} must be fitted to the runs (fit) before it is asked anything"
+        )
 
 
 class Strategy(ABC):
-    """A way of choosing the next runs, in the style of a scikit-learn estimator: configured once
-    with the problem, `fit` to the runs so far, then asked to `suggest` a batch.
+    """A way of choosing the next runs.
 
-    ``Bayes(space, goal="minimize", limits=limits, seed=3).fit(runs).suggest(4)``
+    ``Bayes(Problem(space, goal="minimize", seed=3), budget=20).fit(runs).suggest(4)``
 
-    `scale` is the scale the Bayesian search models the response on (`experiments.goals`).
     `budget` is the number of trials the caller can still afford (None: unlimited); a strategy
     that plans whole designs (`auto`) chooses its path by it. `time_left` is, with a budget of
     trial time, the share of it not yet spent (None: no such budget); Bayesian optimization
-    plays the end of either budget for the final recommendation. Each subclass names itself in
-    `name`, the word clients use, and is listed in `experiments.suggest.STRATEGIES`.
+    plays the end of either budget for the final recommendation.
+
+    `fit` sets `runs_` and `models_`: the Gaussian processes of the runs (None while they cannot
+    be modelled: fewer than two, or all equal), which predict every suggestion a strategy has no
+    model of its own for, and give the recommendation. Each subclass names itself in `name`, the
+    word clients use, says what it does in `summary`, and is listed in
+    `experiments.suggest.STRATEGIES`; it implements `_plan`.
     """
 
     name: ClassVar[str]
+    summary: ClassVar[str]
+    # Whether its suggestions need the search's model besides the judge (Bayesian optimization).
+    searches: ClassVar[bool] = False
 
     def __init__(
-        self,
-        space: FactorSpace,
-        *,
-        goal: str = "maximize",
-        scale: str = "linear",
-        constraints: Sequence[Constraint] = (),
-        limits: Sequence[Limit] = (),
-        seed: int = 0,
-        budget: int | None = None,
-        time_left: float | None = None,
+        self, problem: Problem, *, budget: int | None = None, time_left: float | None = None
     ) -> None:
-        self.space = space
-        self.goal = check_goal(goal)
-        self.scale = check_scale(scale)
-        self.constraints = tuple(constraints)
-        self.limits = tuple(limits)
-        self.seed = seed
+        self.problem = problem
         self.budget = budget
         self.time_left = time_left
-        self.runs = Runs()
 
     def fit(self, runs: Runs) -> Self:
-        """Learn from the runs so far; returns the strategy itself, for chaining."""
-        self.runs = runs
+        """Fit the models to the runs so far; returns the strategy itself, for chaining."""
+        self.models_ = Models.fitted(self.problem, runs, search=self.searches)
+        self.runs_ = runs
         return self
 
-    def like(
-        self, kind: type[S], *, budget: int | None = None, time_left: float | None = None
-    ) -> S:
-        """Another strategy configured for the same problem (the runs are not passed on)."""
-        return kind(
-            self.space,
-            goal=self.goal,
-            scale=self.scale,
-            constraints=self.constraints,
-            limits=self.limits,
-            seed=self.seed,
-            budget=budget,
-            time_left=time_left,
-        )
-
-    @abstractmethod
     def suggest(self, count: int) -> Plan:
         """The next runs, at most `count` of them where the strategy picks one by one, each with
-        its prediction and reason; or, in `Plan.stop_reason`, why nothing is worth running."""
+        its prediction and reason, named by the strategy (never a configuration whose trial
+        failed); or, in `Plan.stop_reason`, why nothing is worth running."""
+        self._check_fitted()
+        plan = self._plan(count)
+        space = self.problem.space
+        failed = {space.key(space.check_config(c, in_region=False)) for c in self.runs_.failed}
+        kept = [s for s in plan.suggestions if space.key(s.config) not in failed]
+        plan = dataclasses.replace(plan, suggestions=kept)
+        missing = [s for s in plan.suggestions if s.predicted is None]
+        filled = iter(self.predict([s.config for s in missing]) or [])
+        suggestions = []
+        for s in plan.suggestions:
+            if s.predicted is None and self.models_ is not None:
+                mean, sd = next(filled)
+                s = dataclasses.replace(s, predicted=mean, uncertainty=sd, predicted_by=MODEL_NAME)
+            suggestions.append(dataclasses.replace(s, strategy=self.name))
+        return dataclasses.replace(plan, strategy=self.name, suggestions=suggestions)
+
+    def predict(self, configs: Sequence[Mapping[str, Value]]) -> list[tuple[float, float]] | None:
+        """The Gaussian process's mean and standard deviation of the mean at `configs`; None
+        while the runs cannot be modelled."""
+        self._check_fitted()
+        if self.models_ is None:
+            return None
+        return self.models_.predict(configs, self.problem.sign)
+
+    def recommend(self) -> Recommendation | None:
+        """What to deploy now: the run configuration of best Gaussian-process mean less one
+        standard deviation (`experiments.suggest.bayes`), or the first measured while the runs
+        cannot be modelled; None before any run succeeded."""
+        self._check_fitted()
+        return recommended(self.problem, self.runs_, self.models_)
+
+    @abstractmethod
+    def _plan(self, count: int) -> Plan:
+        """The strategy's own plan (suggestions without a prediction are predicted by
+        `models_`)."""
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "runs_"):
+            raise NotFitted(self.name)
+
+
+def recommended(problem: Problem, runs: Runs, models: Models | None) -> Recommendation | None:
+    """The recommendation of `models` fitted to `runs`; while there are none, the first run
+    measured (one run, or every run equal: the first is as good as any); None without runs."""
+    if models is not None:
+        return models.recommendation(problem.sign)
+    if len(runs) == 0:
+        return None
+    space = problem.space
+    config, value = space.check_config(runs.configs[0], in_region=False), float(runs.values[0])
+    reason = (
+        f"Deploy {describe_config(config, space.units)}: it measured {format_value(value)}, and"
+        " no model can be fitted yet (one run, or every run measured the same)."
+    )
+    same = [c for c in runs.configs if space.check_config(c, in_region=False) == config]
+    return Recommendation(config, value, None, len(same), value, None, reason)

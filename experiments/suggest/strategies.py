@@ -1,14 +1,13 @@
 """The single-step strategies: augment a factorial, climb the path of steepest ascent, replicate
-the incumbent, and Bayesian optimization. Each configures one algorithm of `sequential` or
-`bayes` with the problem it was given; `auto` (its own module) chooses among them."""
+the incumbent, and Bayesian optimization. Each runs one algorithm of its own module on the
+problem it was given; `auto` (its own module) chooses among them."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from experiments.suggest.augment import augment
 from experiments.suggest.base import Strategy
-from experiments.suggest.bayes import bayes_batch
+from experiments.suggest.bayes import CANDIDATES, bayes_batch
+from experiments.suggest.bayes.models import unmodellable
 from experiments.suggest.initial import initial_runs, space_filling
 from experiments.suggest.replicate import replicate_incumbent
 from experiments.suggest.steepest_ascent import steepest_ascent
@@ -19,16 +18,21 @@ class Augment(Strategy):
     """Axial and centre points that complete a two-level factorial into a central composite."""
 
     name = "augment"
+    summary = (
+        "axial and centre points that complete a two-level factorial into a central composite"
+        " design"
+    )
 
-    def suggest(self, count: int) -> Plan:
+    def _plan(self, count: int) -> Plan:
         """The composite design's new points, the first `count` of them."""
-        found = augment(self.space, self.runs.configs, constraints=self.constraints)[:count]
+        problem = self.problem
+        found = augment(problem.space, self.runs_.configs, constraints=problem.constraints)
         return Plan(
             self.name,
             "augment",
             "Axial and centre points complete the two-level factorial into a central composite"
             " design, which can estimate the curvature of the response.",
-            found,
+            found[:count],
         )
 
 
@@ -36,16 +40,17 @@ class SteepestAscent(Strategy):
     """Points along the path of steepest ascent of the first-order model."""
 
     name = "steepest_ascent"
+    summary = "points along the path of steepest ascent of the first-order model"
 
-    def suggest(self, count: int) -> Plan:
+    def _plan(self, count: int) -> Plan:
         """`count` steps along the path."""
         found = steepest_ascent(
-            self.space,
-            self.runs.configs,
-            self.runs.values,
-            goal=self.goal,
+            self.problem.space,
+            self.runs_.configs,
+            self.runs_.values,
+            goal=self.problem.goal,
             count=count,
-            constraints=self.constraints,
+            constraints=self.problem.constraints,
         )
         return Plan(
             self.name,
@@ -59,11 +64,16 @@ class Replicate(Strategy):
     """Replicates of the best configuration so far."""
 
     name = "replicate"
+    summary = "replicates of the best configuration so far"
 
-    def suggest(self, count: int) -> Plan:
+    def _plan(self, count: int) -> Plan:
         """`count` replicates of the incumbent."""
         found = replicate_incumbent(
-            self.space, self.runs.configs, self.runs.values, goal=self.goal, count=count
+            self.problem.space,
+            self.runs_.configs,
+            self.runs_.values,
+            goal=self.problem.goal,
+            count=count,
         )
         return Plan(self.name, "replicate", "Replicates of the best configuration so far.", found)
 
@@ -74,57 +84,58 @@ class Bayes(Strategy):
     to model."""
 
     name = "bayes"
+    summary = (
+        "Bayesian optimization: a Gaussian process of the runs and expected improvement, from a"
+        " space-filling start"
+    )
+    searches = True
     # How many quasi-random points start the search of a lattice too large to score whole.
-    candidates = 4096
+    candidates = CANDIDATES
 
-    def suggest(self, count: int) -> Plan:
+    def _plan(self, count: int) -> Plan:
         """A space-filling start, or the batch of highest expected improvement."""
-        runs = self.runs
-        if len(runs) < 2 or np.ptp(np.asarray(runs.values, dtype=float)) == 0:
-            n = max(initial_runs(self.space) - len(runs), 1)
-            reason = (
-                f"Start of Bayesian optimization: {n} space-filling runs (maximin Latin"
-                " hypercube) give the Gaussian process a first picture of the whole region."
-            )
-            already = [*runs.configs, *runs.failed]
-            found = space_filling(
-                self.space, n, self.constraints, self.seed, reason, already=already
-            )
-            return Plan(self.name, "initial", reason, found)
+        if self.models_ is None:
+            return self.start()
         return self.batch(
             count,
-            strategy=self.name,
             explanation="Bayesian optimization: a Gaussian process fitted to the runs picks the"
             " configurations of highest expected improvement.",
         )
 
-    def batch(self, count: int, *, strategy: str, explanation: str) -> Plan:
+    def start(self) -> Plan:
+        """The space-filling start, while the runs cannot be modelled."""
+        runs, problem = self.runs_, self.problem
+        n = max(initial_runs(problem.space) - len(runs), 1)
+        reason = (
+            f"Start of Bayesian optimization: {n} space-filling runs (maximin Latin"
+            " hypercube) give the Gaussian process a first picture of the whole region."
+        )
+        already = [*runs.configs, *runs.failed]
+        found = space_filling(
+            problem.space, n, problem.constraints, problem.seed, reason, already=already
+        )
+        return Plan(self.name, "initial", reason, found)
+
+    def batch(self, count: int, *, explanation: str) -> Plan:
         """The batch of highest expected improvement as a plan of stage "bayes", with its
-        largest expected improvement (for stopping rules), under the name of `strategy`."""
-        runs = self.runs
-        found, recommendation = bayes_batch(
-            self.space,
-            runs.configs,
-            runs.values,
-            goal=self.goal,
-            scale=self.scale,
-            count=count,
-            constraints=self.constraints,
-            limits=self.limits,
-            responses=runs.responses,
-            failed=runs.failed,
-            point_types=runs.types,
-            seed=self.seed,
-            candidates=self.candidates,
+        largest expected improvement (for stopping rules) and the recommendation."""
+        if self.models_ is None:
+            raise unmodellable(self.problem.space, self.runs_)
+        found = bayes_batch(
+            self.problem,
+            self.models_,
+            self.runs_,
+            count,
             budget_left=self.budget,
             time_left=self.time_left,
+            candidates=self.candidates,
         )
         gains = [s.expected_improvement for s in found if s.expected_improvement is not None]
         return Plan(
-            strategy,
+            self.name,
             "bayes",
             explanation,
             found,
             expected_improvement=max(gains, default=None),
-            recommendation=recommendation,
+            recommendation=self.recommend(),
         )

@@ -10,7 +10,7 @@ import pytest
 
 from app.services import optimization_loop
 from experiments.factors import FactorSpace
-from experiments.suggest import Runs, suggest
+from experiments.suggest import Problem, Runs, suggest
 from tests.toy_responses import saturating_latency
 
 FACTORS = [
@@ -118,11 +118,13 @@ async def test_a_latency_objective_is_searched_on_its_logarithm(api):
         found[scale] = (
             suggest(
                 "bayes",
-                FactorSpace.from_dicts(FACTORS),
+                Problem(
+                    FactorSpace.from_dicts(FACTORS),
+                    goal="minimize",
+                    scale=scale,
+                    seed=experiment["id"],
+                ),
                 Runs(configs=configs, values=[latency(c) for c in configs]),
-                goal="minimize",
-                scale=scale,
-                seed=experiment["id"],
             )
             .suggestions[0]
             .config

@@ -51,7 +51,7 @@ from benchmarks.optimizer_problems import (
     simulated_tps,
 )
 from experiments.goals import default_scale
-from experiments.suggest import Runs, next_batch
+from experiments.suggest import Problem, Runs, next_batch
 
 HARTMANN_MINIMIZER = [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573]
 HARTMANN_MINIMUM = -3.32237
@@ -226,7 +226,7 @@ def test_the_service_recommends_what_its_loop_reports():
     measured = [i for i, v in enumerate(history.values) if v is not None]
     plan = next_batch(
         "bayes",
-        p.space,
+        p.strategy_problem(0),
         Runs(
             configs=[configs[i] for i in measured],
             values=[history.values[i] for i in measured],
@@ -256,7 +256,10 @@ def test_the_service_searches_each_problem_on_the_scale_the_api_gives_its_respon
     )
     planned = {
         scale: next_batch(
-            "bayes", p.space, runs, goal="minimize", scale=scale, limits=[p.limit], budget_left=44
+            "bayes",
+            Problem(p.space, goal="minimize", scale=scale, limits=(p.limit,)),
+            runs,
+            budget_left=44,
         )
         .suggestions[0]
         .config

@@ -12,7 +12,7 @@ from experiments.analysis.coverage import coverage
 from experiments.analysis.deploy import deploy_answer
 from experiments.analysis.model import fit_model
 from experiments.factors import FactorSpace
-from experiments.suggest import Runs, recommendation
+from experiments.suggest import Problem, Runs, recommendation
 
 SPACE = FactorSpace.from_dicts(
     [
@@ -47,7 +47,7 @@ def study(plots: list[int], nodes: list[int], planned: int | None = None) -> tup
         coverage(SPACE, configs, planned=planned, model="quadratic", residual_df=found.residual_df),
         deploy_answer(
             SPACE, configs, values, goal="maximize", measure="tps", response="tps",
-            recommendation=recommendation(SPACE, Runs(configs=configs, values=values)),
+            recommendation=recommendation(Problem(SPACE), Runs(configs=configs, values=values)),
             labels=labels, analysis=found, model=fit_model(SPACE, configs, values, "auto"),
         ),
     )  # fmt: skip

@@ -15,7 +15,7 @@ from experiments.analysis import fit
 from experiments.analysis.deploy import deploy_answer
 from experiments.analysis.model import fit_model
 from experiments.factors import FactorSpace
-from experiments.suggest import Limit, Runs, recommendation
+from experiments.suggest import Limit, Problem, Runs, recommendation
 
 SPACE = FactorSpace.from_dicts(
     [
@@ -41,7 +41,7 @@ LABELS = [f"run {i + 1}" for i in range(len(CONFIGS) + 1)]
 
 def answer(configs=CONFIGS, values=VALUES, **extra):
     runs = Runs(configs=configs, values=values, responses=extra.pop("responses", {}))
-    found = recommendation(SPACE, runs, goal="maximize", limits=extra.get("limits", ()))
+    found = recommendation(Problem(SPACE, goal="maximize", limits=extra.get("limits", ())), runs)
     analysed = fit(SPACE, configs, values, model="quadratic", response="tps")
     model = fit_model(SPACE, configs, values, "quadratic")
     given = deploy_answer(
@@ -162,7 +162,7 @@ def test_a_factor_no_run_varied_is_a_caveat_of_the_answer():
     configs = [c for c in CONFIGS if c["nodes"] == 5]
     values = [v for c, v in zip(CONFIGS, VALUES, strict=True) if c["nodes"] == 5]
     runs = Runs(configs=configs, values=values)
-    found = recommendation(SPACE, runs, goal="maximize")
+    found = recommendation(Problem(SPACE, goal="maximize"), runs)
     given = deploy_answer(
         SPACE, configs, values, goal="maximize", recommendation=found, measure="tps"
     )

@@ -10,7 +10,7 @@ import pytest
 
 from experiments.constraints import parse_constraints
 from experiments.factors import FactorSpace
-from experiments.suggest import STRATEGIES, Limit, Runs, next_batch, suggest
+from experiments.suggest import STRATEGIES, Limit, Problem, Runs, next_batch, suggest
 from experiments.suggest.auto import CONFIRMATION_RUNS
 from experiments.suggest.initial import initial_runs
 
@@ -56,7 +56,7 @@ def staged(measure, *, steps: int, space: FactorSpace = SPACE, **options) -> tup
     """Follow `auto` for `steps` plans; returns the plans and the runs."""
     runs, plans = Runs(), []
     for _ in range(steps):
-        plan = suggest("auto", space, runs, **options)
+        plan = suggest("auto", Problem(space, **options), runs)
         plans.append(plan)
         if plan.stop_reason:
             break
@@ -72,7 +72,7 @@ def assert_valid(space: FactorSpace, plan, constraints=()) -> None:
 
 
 def test_from_nothing_auto_screens_with_a_factorial_and_three_centre_points():
-    plan = suggest("auto", SPACE, Runs())
+    plan = suggest("auto", Problem(SPACE), Runs())
     assert plan.stage == "screening" and "curve" in plan.explanation
     assert Counter(s.point_type for s in plan.suggestions) == {"factorial": 8, "centre": 3}
     assert {s.strategy for s in plan.suggestions} == {"auto"}
@@ -83,14 +83,14 @@ def test_five_factors_are_screened_by_a_resolution_v_half_fraction():
     space = FactorSpace.from_dicts(
         [{"name": f"x{i}", "kind": "continuous", "low": 0.0, "high": 1.0} for i in range(5)]
     )
-    plan = suggest("auto", space, Runs())
+    plan = suggest("auto", Problem(space), Runs())
     assert Counter(s.point_type for s in plan.suggestions) == {"factorial": 16, "centre": 3}
 
 
 @pytest.mark.parametrize("budget", [12, 1000])
 def test_any_budget_starts_bayesian_optimization(budget):
     # A closed loop is after the optimum, which the staged path's runs delay at any budget.
-    plan = suggest("auto", SPACE, Runs(), budget=budget)
+    plan = suggest("auto", Problem(SPACE), Runs(), budget=budget)
     assert plan.stage == "initial" and f"budget of {budget} trials" in plan.explanation
     assert len(plan.suggestions) == initial_runs(SPACE)
     assert {s.point_type for s in plan.suggestions} == {"space_filling"}
@@ -136,11 +136,11 @@ def test_a_confirmation_outside_the_prediction_interval_hands_over_to_bayes():
         if kind == "confirmation":
             values[i] -= 300.0  # the optimum disappoints
     runs = Runs(configs=runs.configs, values=values, point_types=runs.types)
-    plan = suggest("auto", SPACE, runs)
+    plan = suggest("auto", Problem(SPACE), runs)
     assert plan.stage == "bayes" and "outside the 95 % prediction interval" in plan.explanation
     assert plan.expected_improvement is not None
     runs = run(plan, measure, runs)
-    later = suggest("auto", SPACE, runs)
+    later = suggest("auto", Problem(SPACE), runs)
     assert later.stage == "bayes" and later.explanation.startswith("Bayesian optimization goes on")
     assert "prediction interval" in later.explanation
 
@@ -161,13 +161,13 @@ def test_no_curvature_climbs_the_path_of_steepest_ascent_then_hands_over():
         values=[measure(c) for c in configs],
         point_types=["factorial"] * 4 + ["centre"] * 3,
     )
-    plan = suggest("auto", space, runs)
+    plan = suggest("auto", Problem(space), runs)
     assert plan.stage == "steepest_ascent" and "no curvature" in plan.explanation
     assert {s.point_type for s in plan.suggestions} == {"path"}
     nodes = [s.config["nodes"] for s in plan.suggestions]
     assert nodes == sorted(nodes) and nodes[0] > 4  # uphill, away from the centre
     runs = run(plan, measure, runs)
-    after = suggest("auto", space, runs)
+    after = suggest("auto", Problem(space), runs)
     assert after.stage == "bayes" and "path of steepest ascent" in after.explanation
 
 
@@ -179,7 +179,7 @@ def test_an_exploration_run_keeps_bayesian_optimization_going_after_the_staged_p
         values=[*runs.values, bowl(explored)],
         point_types=[*runs.types, "exploration"],
     )
-    plan = suggest("auto", SPACE, runs)
+    plan = suggest("auto", Problem(SPACE), runs)
     # Read as a run of the staged path, it would have the quadratic model judged on it.
     assert plan.stage == "bayes" and plan.explanation.startswith("Bayesian optimization goes on.")
     assert "space-filling design" not in plan.explanation
@@ -207,10 +207,10 @@ def test_categorical_factors_and_cutting_constraints_go_straight_to_bayes():
             },
         ]
     )
-    plan = suggest("auto", mixed, Runs())
+    plan = suggest("auto", Problem(mixed), Runs())
     assert plan.stage == "initial" and "workload is categorical" in plan.explanation
     constraints = parse_constraints(["nodes * threads <= 200"], SPACE)
-    plan = suggest("auto", SPACE, Runs(), constraints=constraints)
+    plan = suggest("auto", Problem(SPACE, constraints=constraints), Runs())
     assert plan.stage == "initial" and "nodes * threads <= 200" not in plan.explanation
     assert "remove" in plan.explanation
     assert_valid(SPACE, plan, constraints)
@@ -225,7 +225,7 @@ def test_every_strategy_stays_inside_the_region_with_integers_and_constraints(st
     ]
     values = [bowl(c) for c in configs]
     runs = Runs(configs=configs, values=values, point_types=["observed"] * 5)
-    plan = suggest(strategy, SPACE, runs, count=3, constraints=constraints, seed=2)
+    plan = suggest(strategy, Problem(SPACE, constraints=constraints, seed=2), runs, count=3)
     assert plan.suggestions
     assert_valid(SPACE, plan, constraints)
     for s in plan.suggestions:
@@ -248,28 +248,28 @@ def test_bayes_respects_a_limit_on_another_response():
         responses={"latency_ms": [latency(c) for c in configs]},
     )
     limit = Limit(response="latency_ms", max=40.0)
-    plan = suggest("bayes", SPACE, runs, count=3, limits=[limit])
+    plan = suggest("bayes", Problem(SPACE, limits=[limit]), runs, count=3)
     for s in plan.suggestions:
         assert latency(s.config) <= 45.0, s
         assert "latency_ms predicted" in s.reason
 
 
 def test_next_batch_stops_on_budget_and_on_small_expected_improvement():
-    done = next_batch("bayes", SPACE, Runs(), budget_left=0)
+    done = next_batch("bayes", Problem(SPACE), Runs(), budget_left=0)
     assert done.stop_reason == "the budget of trials is used up" and not done.suggestions
-    start = next_batch("bayes", SPACE, Runs(), budget_left=2)
+    start = next_batch("bayes", Problem(SPACE), Runs(), budget_left=2)
     assert len(start.suggestions) == 2  # the space-filling start, cut to the budget
-    configs = [s.config for s in suggest("bayes", SPACE, Runs()).suggestions]
+    configs = [s.config for s in suggest("bayes", Problem(SPACE), Runs()).suggestions]
     runs = Runs(configs=configs, values=[bowl(c) for c in configs])
-    stopped = next_batch("bayes", SPACE, runs, stop_below=1e9)
+    stopped = next_batch("bayes", Problem(SPACE), runs, stop_below=1e9)
     assert stopped.stop_reason and "below the threshold" in stopped.stop_reason
-    going = next_batch("bayes", SPACE, runs, stop_below=0.0, batch_size=3)
+    going = next_batch("bayes", Problem(SPACE), runs, stop_below=0.0, batch_size=3)
     assert len(going.suggestions) == 3 and going.stop_reason is None
 
 
 def test_failed_configurations_are_never_suggested_again():
-    configs = [s.config for s in suggest("bayes", SPACE, Runs(), seed=1).suggestions]
+    configs = [s.config for s in suggest("bayes", Problem(SPACE, seed=1), Runs()).suggestions]
     runs = Runs(configs=configs[1:], values=[bowl(c) for c in configs[1:]], failed=[configs[0]])
     for seed in range(3):
-        plan = suggest("bayes", SPACE, runs, count=5, seed=seed)
+        plan = suggest("bayes", Problem(SPACE, seed=seed), runs, count=5)
         assert configs[0] not in [s.config for s in plan.suggestions]

@@ -11,8 +11,8 @@ import pytest
 from experiments.constraints import parse_constraints
 from experiments.errors import DomainError
 from experiments.factors import FactorSpace
-from experiments.suggest import Limit, Runs, next_batch
-from experiments.suggest.bayes import MAX_CHALLENGE_RUNS, bayes_batch, predict, recommend
+from experiments.suggest import Limit, Problem, Runs, next_batch
+from experiments.suggest.bayes import MAX_CHALLENGE_RUNS
 from experiments.suggest.bayes.models import Models, checked_runs
 from experiments.suggest.gaussian_process import (
     Encoder,
@@ -25,7 +25,7 @@ from experiments.suggest.gaussian_process import (
     training_rows,
 )
 from experiments.suggest.output_warping import Warp
-from tests.experiments.bayes_strategy import bayes
+from tests.experiments.bayes_strategy import bayes, bayes_batch, predict, recommend
 from tests.timing import assert_within
 from tests.toy_responses import saturating_latency
 
@@ -478,7 +478,7 @@ def test_the_loop_passes_the_budget_on_to_bayesian_optimization():
     configs, values = noisy_bowl_runs(0, noise=150.0)
     runs = Runs(configs=configs, values=values)
     for strategy in ("bayes", "auto"):
-        plan = next_batch(strategy, NODES_THREADS, runs, budget_left=3, seed=0)
+        plan = next_batch(strategy, Problem(NODES_THREADS, seed=0), runs, budget_left=3)
         assert "budget is nearly spent" in plan.suggestions[0].reason
 
 
@@ -488,18 +488,24 @@ def test_a_budget_of_trial_time_ends_as_a_budget_of_trials_does():
     configs, values = noisy_bowl_runs(0, noise=150.0)
     runs = Runs(configs=configs, values=values)
     for strategy in ("bayes", "auto"):
-        end = next_batch(strategy, NODES_THREADS, runs, budget_left=50, time_left=0.1, seed=0)
+        end = next_batch(
+            strategy, Problem(NODES_THREADS, seed=0), runs, budget_left=50, time_left=0.1
+        )
         assert "budget is nearly spent" in end.suggestions[0].reason
-        early = next_batch(strategy, NODES_THREADS, runs, budget_left=50, time_left=0.9, seed=0)
+        early = next_batch(
+            strategy, Problem(NODES_THREADS, seed=0), runs, budget_left=50, time_left=0.9
+        )
         assert "budget is nearly spent" not in early.suggestions[0].reason
-        trials = next_batch(strategy, NODES_THREADS, runs, budget_left=3, time_left=0.9, seed=0)
+        trials = next_batch(
+            strategy, Problem(NODES_THREADS, seed=0), runs, budget_left=3, time_left=0.9
+        )
         assert "budget is nearly spent" in trials.suggestions[0].reason
-    spent = next_batch("bayes", NODES_THREADS, runs, budget_left=50, time_left=0.0)
+    spent = next_batch("bayes", Problem(NODES_THREADS), runs, budget_left=50, time_left=0.0)
     assert spent.stop_reason == "the budget of trial time is used up" and not spent.suggestions
     assert spent.recommendation is not None and spent.recommendation.config in configs
     for bad in (1.5, math.nan):
         with pytest.raises(DomainError) as error:
-            next_batch("bayes", NODES_THREADS, runs, time_left=bad)
+            next_batch("bayes", Problem(NODES_THREADS), runs, time_left=bad)
         assert error.value.field == "time_left"
 
 
@@ -728,13 +734,13 @@ def test_the_recommendation_keeps_a_standard_deviation_from_the_limit():
 def test_next_batch_recommends_at_every_step_and_when_the_budget_is_spent():
     runs = Runs(configs=CORNERS, values=[bowl(c) for c in CORNERS])
     for strategy in ("bayes", "auto", "augment"):
-        plan = next_batch(strategy, NODES_THREADS, runs, budget_left=5)
+        plan = next_batch(strategy, Problem(NODES_THREADS), runs, budget_left=5)
         assert plan.recommendation is not None and plan.recommendation.config in CORNERS
-    spent = next_batch("bayes", NODES_THREADS, runs, budget_left=0)
+    spent = next_batch("bayes", Problem(NODES_THREADS), runs, budget_left=0)
     assert spent.stop_reason and spent.recommendation.config == {"nodes": 5, "threads": 8}
-    one = next_batch("bayes", NODES_THREADS, Runs(configs=CORNERS[:1], values=[1.0]))
+    one = next_batch("bayes", Problem(NODES_THREADS), Runs(configs=CORNERS[:1], values=[1.0]))
     assert one.recommendation.config == CORNERS[0] and one.recommendation.uncertainty is None
-    assert next_batch("bayes", NODES_THREADS, Runs()).recommendation is None
+    assert next_batch("bayes", Problem(NODES_THREADS), Runs()).recommendation is None
 
 
 def test_the_training_set_is_capped_keeping_the_best_and_a_spread_of_the_rest():
@@ -830,8 +836,8 @@ def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measur
         3.0 * math.exp(-8.0 * ((c["x"] - 0.3) ** 2 + (c["y"] - 0.6) ** 2 + (c["z"] - 0.4) ** 2))
         for c in configs
     ]
-    observed = [sp.check_config(c) for c in configs]
-    fitted = Models.of(sp, observed, np.array(values), [], [], None, 0)
+    fitted = Models.fitted(Problem(sp), Runs(configs, values))
+    assert fitted is not None and fitted.search is not None
     warp = Warp.of(np.array(values))
     assert warp.power < 1.0 and fitted.search is not fitted.model
     assert fitted.w_fit == pytest.approx(warp.forward(np.array(values)))
@@ -846,5 +852,6 @@ def test_the_search_learns_the_warped_runs_and_the_user_reads_the_runs_as_measur
     # A throughput's runs, a long lower tail: the warp leaves them as they are, and one model
     # does both.
     starved = 1.0 - np.array(values)
-    flat = Models.of(sp, observed, starved, [], [], None, 0)
+    flat = Models.fitted(Problem(sp), Runs(configs, list(starved)))
+    assert flat is not None
     assert flat.search is flat.model

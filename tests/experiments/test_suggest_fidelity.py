@@ -7,11 +7,11 @@ import pytest
 
 from experiments import analysis
 from experiments.factors import FactorSpace
-from experiments.suggest import Runs, suggest
-from experiments.suggest.bayes import FINAL_SHARE, recommend
+from experiments.suggest import Problem, Runs, suggest
+from experiments.suggest.bayes import FINAL_SHARE
 from experiments.suggest.fidelity import TRIAL_OVERHEAD_S, Fidelity
 from experiments.suggest.gaussian_process import Encoder, fit, run_correlation
-from tests.experiments.bayes_strategy import bayes
+from tests.experiments.bayes_strategy import bayes, recommend
 
 RUNTIME = {"name": "runtime_s", "kind": "integer", "low": 10, "high": 120, "fidelity": True}
 SPACE = FactorSpace.from_dicts(
@@ -154,13 +154,13 @@ def test_a_short_suggestion_says_what_it_saves_and_what_it_is_worth():
 
 
 def test_auto_takes_bayesian_optimization_at_once_and_says_why():
-    plan = suggest("auto", SPACE, Runs(), budget=200)
+    plan = suggest("auto", Problem(SPACE), Runs(), budget=200)
     assert plan.stage == "initial" and "runtime_s is the trials' length" in plan.explanation
     # The space-filling start runs short, but for its last point.
     lengths = [s.config["runtime_s"] for s in plan.suggestions]
     assert lengths == [10] * (len(lengths) - 1) + [120] and len(lengths) == 6
     configs, values = closed_loop(bowl, 1)
-    later = suggest("auto", SPACE, Runs(configs=configs, values=values, point_types=[]))
+    later = suggest("auto", Problem(SPACE), Runs(configs=configs, values=values, point_types=[]))
     assert "runtime_s is the trials' length" in later.explanation
 
 

@@ -22,7 +22,7 @@ One idea per module:
   space-filling pick when the model sees mostly noise);
 - `batch`: the kriging believer;
 - `reasons`: the sentences a user reads;
-- `optimize`: the entry points.
+- `optimize`: the entry point, a batch from the fitted models.
 
 Repeats: EI uses the standard deviation of the mean response (the noise term left out). Exact
 repeats of observed configurations are excluded unless the fitted noise variance exceeds the
@@ -34,15 +34,16 @@ the lengths of a ladder, scored per second of trial, judged and recommended at t
 
 from experiments.suggest.bayes.candidates import MAX_SCORED
 from experiments.suggest.bayes.incumbent import MODEL_NAME
-from experiments.suggest.bayes.optimize import bayes_batch, predict, recommend
+from experiments.suggest.bayes.models import Models
+from experiments.suggest.bayes.optimize import CANDIDATES, bayes_batch
 from experiments.suggest.bayes.rules import FINAL_SHARE, MAX_CHALLENGE_RUNS
 
 __all__ = [
+    "CANDIDATES",
     "FINAL_SHARE",
     "MAX_CHALLENGE_RUNS",
     "MAX_SCORED",
     "MODEL_NAME",
+    "Models",
     "bayes_batch",
-    "predict",
-    "recommend",
 ]

@@ -60,8 +60,8 @@ def batch(
     # What a user reads, and what the replicate rule weighs, is the judge's expected improvement.
     judged_gain = scorer(models.model, models.incumbent.mean, guards, fidelity)
     at_incumbent = encoder.of_configs([models.incumbent.config])
-    best = float(mean_and_sd(models.search, at_incumbent)[0][0])
-    believer = _Believer(models.search, models.x_fit, models.w_fit, best, set(models.excluded))
+    best = float(mean_and_sd(models.searcher(), at_incumbent)[0][0])
+    believer = _Believer(models.searcher(), models.x_fit, models.w_fit, best, set(models.excluded))
     first = pool.best(scorer(believer.model, best, guards, fidelity), believer.excluded, leaders)
     point = first[0] if first is not None else None
     gain = float(judged_gain(encoder.features([point]))[0]) if point is not None else 0.0
@@ -119,7 +119,7 @@ def _pick(
 def _exploration(models: Models, made: Suggestion) -> Suggestion:
     """`made` as a space-filling pick, with why the model could not steer it."""
     where = describe_config(made.config, models.space.units)
-    share = rules.noise_share(models.search)
+    share = rules.noise_share(models.searcher())
     reason = reasons.exploration(where, share, made.predicted, made.uncertainty)
     return replace(made, point_type="exploration", reason=reason)
 
@@ -137,7 +137,7 @@ def _suggestion(
         strategy="bayes",
         point_type="bayes",
         reason=reasons.improvement(models.space, config, outcome, sign, position)
-        + ("" if fidelity is None else fidelity.sentence(models.search, point))
+        + ("" if fidelity is None else fidelity.sentence(models.searcher(), point))
         + reasons.limits(models.guards, at_target),
         predicted=predicted,
         uncertainty=float(sd[0]),

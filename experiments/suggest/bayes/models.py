@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
+from experiments.blas import one_blas_thread
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
 from experiments.suggest import gaussian_process
@@ -26,12 +27,14 @@ from experiments.suggest.bayes.limits import Guard, limit_values
 from experiments.suggest.fidelity import Fidelity
 from experiments.suggest.gaussian_process import (
     Encoder,
+    mean_and_sd,
     noise_variance,
     signal_variance,
     training_rows,
 )
 from experiments.suggest.output_warping import Warp
-from experiments.suggest.values import Limit, Recommendation
+from experiments.suggest.problem import Problem
+from experiments.suggest.values import Limit, Recommendation, Runs
 
 _MIN_OBSERVATIONS = 2
 # Noise is judged (replicates, the warp, exploration) only with this many runs per column.
@@ -48,7 +51,8 @@ class Models:
     x_fit: np.ndarray
     w_fit: np.ndarray  # the warped responses `search` learned from, at the rows `x_fit`
     model: GaussianProcessRegressor  # the judge: of the responses as measured
-    search: GaussianProcessRegressor  # of the warped responses (`output_warping`)
+    # Of the warped responses (`output_warping`); None when not asked for (`fitted`).
+    search: GaussianProcessRegressor | None
     guards: list[Guard]
     fidelity: Fidelity | None
     measured: frozenset[tuple[Value, ...]]  # every configuration run, at its own length
@@ -57,6 +61,30 @@ class Models:
     excluded: set[tuple[Value, ...]]
     incumbent: Incumbent
     deploy: Incumbent  # the recommendation: judged by its mean less one standard deviation
+
+    @classmethod
+    @one_blas_thread
+    def fitted(cls, problem: Problem, runs: Runs, *, search: bool = True) -> Models | None:
+        """The models of `problem` fitted to `runs`, with the search's model when `search`;
+        None when the runs cannot be modelled (fewer than two, or all equal). Raises
+        DomainError on runs that break the space or lack a limited response."""
+        if len(runs) < _MIN_OBSERVATIONS or np.ptp(np.asarray(runs.values, dtype=float)) == 0:
+            return None
+        observed, y = checked_runs(problem.space, runs.configs, runs.values)
+        sign = problem.sign
+        target, searched = sign * y, None
+        if search:
+            searched = sign * np.log(y) if problem.scale == "log" and np.all(y > 0) else target
+        return cls.of(
+            problem.space,
+            observed,
+            target,
+            runs.failed,
+            problem.limits,
+            runs.responses,
+            problem.seed,
+            searched,
+        )
 
     @classmethod
     def of(
@@ -71,7 +99,8 @@ class Models:
         searched: np.ndarray | None = None,
     ) -> Models:
         """The models of the runs: the judge learns `target` (the response, maximized), the
-        search `searched` through the warp (the response on its log scale; None: `target`)."""
+        search `searched` through the warp (`target` itself, or the response's logarithm on a
+        log scale; None: no search model)."""
         encoder = Encoder(space)
         x = encoder.of_configs(observed)
         broken = [space.check_config(c, in_region=False) for c in failed]
@@ -79,7 +108,10 @@ class Models:
         x_fit, t_fit, s_fit, keep = _training(encoder, x, broken, target, s)
         model = gaussian_process.fit(x_fit, t_fit, seed)
         judged = len(target) >= RUNS_TO_JUDGE_NOISE_PER_FEATURE * x.shape[1]
-        search, w_fit = _search(model, (x_fit, t_fit, s_fit), s, searched is not None, judged, seed)
+        search, w_fit = None, t_fit
+        if searched is not None:
+            logged = searched is not target
+            search, w_fit = _search(model, (x_fit, t_fit, s_fit), s, logged, judged, seed)
         measured = keep[keep < len(target)]
         guards = [
             Guard.of(
@@ -110,6 +142,21 @@ class Models:
             incumbent,
             deploy,
         )
+
+    @one_blas_thread
+    def predict(
+        self, configs: Sequence[Mapping[str, Value]], sign: float
+    ) -> list[tuple[float, float]]:
+        """The judge's mean (in the response's own sense) and standard deviation of the mean
+        at `configs`."""
+        mean, sd = mean_and_sd(self.model, self.encoder.of_configs(configs))
+        return [(sign * float(m), float(s)) for m, s in zip(mean, sd, strict=True)]
+
+    def searcher(self) -> GaussianProcessRegressor:
+        """The search's model; ValueError when the models were fitted without it."""
+        if self.search is None:
+            raise ValueError("the models were fitted without the search's model")
+        return self.search
 
     def recommendation(self, sign: float) -> Recommendation:
         """What to deploy now (`deploy`), saying at which length it was measured when the
@@ -186,6 +233,15 @@ def _judgements(
         space, judged_at, target, model, x_judged, guards, counted, RECOMMENDATION_RISK
     )
     return incumbent, deploy
+
+
+def unmodellable(space: FactorSpace, runs: Runs) -> DomainError:
+    """Why the runs cannot be modelled (`Models.fitted` gave None)."""
+    try:
+        checked_runs(space, runs.configs, runs.values)
+    except DomainError as error:
+        return error
+    return DomainError("configs", "the runs can be modelled")
 
 
 def checked_runs(
