@@ -121,11 +121,7 @@ def anova(
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(results.model.endog, dtype=float)
-    if x.shape[1] != len(term_names) or len(term_names) != len(term_factors):
-        raise DomainError("terms", "the model matrix, term names and factor sets must pair up")
-    labels = list(term_labels) if term_labels is not None else [term_label(n) for n in term_names]
-    if len(labels) != len(term_names):
-        raise DomainError("terms", "give one term label per model-matrix column")
+    labels = _term_labels(x, term_names, term_factors, term_labels)
     groups, factors = _term_groups(labels, term_factors)
     ss_resid = float(results.ssr)
     df_resid = round(results.df_resid)
@@ -142,8 +138,33 @@ def anova(
                 percent=_ratio(100.0 * ss, ss_total),
             )
         )  # fmt: skip
-    shared = ss_total - ss_resid - sum(row.sum_sq for row in rows)
-    if rows and abs(shared) > _SHARED_TOLERANCE * ss_total:
+    return rows + _closing_rows(rows, ss_resid, df_resid, ss_total, len(y))
+
+
+def _term_labels(
+    x: np.ndarray,
+    term_names: Sequence[str],
+    term_factors: Sequence[set[int]],
+    term_labels: Sequence[str] | None,
+) -> list[str]:
+    """The term of every model-matrix column, checked to pair up with the names and factors."""
+    if x.shape[1] != len(term_names) or len(term_names) != len(term_factors):
+        raise DomainError("terms", "the model matrix, term names and factor sets must pair up")
+    labels = list(term_labels) if term_labels is not None else [term_label(n) for n in term_names]
+    if len(labels) != len(term_names):
+        raise DomainError("terms", "give one term label per model-matrix column")
+    return labels
+
+
+def _closing_rows(
+    terms: Sequence[AnovaRow], ss_resid: float, df_resid: int, ss_total: float, n: int
+) -> list[AnovaRow]:
+    """The rows after the terms' of `n` runs: "Shared" when the terms' type II sums of squares
+    and the residual do not add up to the total (correlated terms), then "Residual" and
+    "Total"."""
+    rows = []
+    shared = ss_total - ss_resid - sum(row.sum_sq for row in terms)
+    if terms and abs(shared) > _SHARED_TOLERANCE * ss_total:
         rows.append(
             AnovaRow(
                 source="Shared", kind="shared", df=0, sum_sq=shared, mean_sq=None, f=None,
@@ -152,14 +173,15 @@ def anova(
         )  # fmt: skip
     rows.append(
         AnovaRow(
-            source="Residual", kind="residual", df=df_resid, sum_sq=ss_resid, mean_sq=ms_resid,
-            f=None, p_value=None, percent=_ratio(100.0 * ss_resid, ss_total),
+            source="Residual", kind="residual", df=df_resid, sum_sq=ss_resid,
+            mean_sq=_ratio(ss_resid, df_resid), f=None, p_value=None,
+            percent=_ratio(100.0 * ss_resid, ss_total),
         )
     )  # fmt: skip
     rows.append(
         AnovaRow(
-            source="Total", kind="total", df=len(y) - 1, sum_sq=ss_total,
-            mean_sq=_ratio(ss_total, len(y) - 1), f=None, p_value=None,
+            source="Total", kind="total", df=n - 1, sum_sq=ss_total,
+            mean_sq=_ratio(ss_total, n - 1), f=None, p_value=None,
             percent=100.0 if ss_total > 0 else None,
         )
     )  # fmt: skip
