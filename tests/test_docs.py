@@ -4,6 +4,7 @@ every anchor it names) leads somewhere that exists."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,43 @@ def test_every_docs_page_is_linked_from_the_readme():
     linked = {(ROOT / target.partition("#")[0]).resolve() for target in relative_links(README)}
     pages = {page.resolve() for page in PAGES[1:]}
     assert pages <= linked, sorted(str(page) for page in pages - linked)
+
+
+def layout_directories() -> list[str]:
+    """The directories the README's layout block lists, as paths (nesting by two spaces)."""
+    text = README.read_text()
+    section = re.search(r"^### Layout\n.*?^```\n(.*?)^```", text, re.M | re.S)
+    assert section, "README.md has no layout block under '### Layout'"
+    listed: list[str] = []
+    parents: list[str] = []
+    for line in section.group(1).splitlines():
+        match = re.match(r"( *)(\S+/)(?:\s|$)", line)
+        if not match:
+            continue
+        depth = len(match.group(1)) // 2
+        parents[depth:] = [match.group(2)]
+        listed.append("".join(parents))
+    return listed
+
+
+def packages() -> set[str]:
+    """The directories right under app, worker, experiments and client that hold tracked
+    files: the packages the layout must name."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "app", "worker", "experiments", "client"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return {"/".join(path.split("/")[:2]) + "/" for path in tracked if path.count("/") >= 2}
+
+
+def test_the_layout_lists_the_real_tree():
+    listed = layout_directories()
+    missing = [path for path in listed if not (ROOT / path).is_dir()]
+    assert not missing, f"the README's layout lists directories that do not exist: {missing}"
+    unlisted = sorted(
+        package for package in packages() if not any(path.startswith(package) for path in listed)
+    )
+    assert not unlisted, f"the README's layout leaves out {unlisted}"
