@@ -187,8 +187,10 @@ CAPPED_SIMULATED = {
 @pytest.fixture(scope="module")
 def service(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """The API and one worker as child processes, on the test database and the test Redis,
-    serving the built-in targets and `CAPPED_SIMULATED`."""
+    serving the built-in targets but the lab, and `CAPPED_SIMULATED`. The built-in lab is the
+    developer's cluster: a lab trial another module left queued in the session's database
+    must not start it (the lab modules bring clusters of their own)."""
     root = tmp_path_factory.mktemp("service")
-    targets = [*DEFAULT_TARGETS, CAPPED_SIMULATED]
+    targets = [*(t for t in DEFAULT_TARGETS if t["kind"] != "lab"), CAPPED_SIMULATED]
     with running_service(service_env(settings, root, targets), root) as running:
         yield running.client

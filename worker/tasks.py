@@ -14,7 +14,7 @@ import socket
 import threading
 from datetime import timedelta
 
-from celery.signals import worker_shutdown
+from celery.signals import worker_shutdown, worker_shutting_down
 
 from app.config import get_settings
 from app.queue import ADVANCE_OPTIMIZATION_TASK, RUN_TRIAL_TASK, TaskQueue
@@ -36,6 +36,10 @@ from worker.targets.base import (
 log = logging.getLogger(__name__)
 
 _targets: dict[str, Target] = {}
+# Set by SIGTERM (a warm shutdown); the cancel events of the trials this process runs now.
+_stopping = threading.Event()
+_running: set[threading.Event] = set()
+STOPPED_MID_TRIAL = "the worker was stopped during the trial (SIGTERM): it runs again"
 
 
 @celery_app.task(name=RUN_TRIAL_TASK)
@@ -78,13 +82,19 @@ def advance_optimization(optimization_id: int) -> str:
 
 
 def _run_on_target(claimed: ClaimedTrial, cancel: threading.Event) -> Outcome:
-    """Run the configuration on the trial's target; its errors say what kind of failure it was."""
+    """Run the configuration on the trial's target; its errors say what kind of failure it was.
+    A trial the worker's own shutdown stopped is an infrastructure failure: it runs again."""
+    _running.add(cancel)
+    if _stopping.is_set():
+        cancel.set()
     try:
         target = _target(claimed.target)
         result = target.run(
             claimed.config, run_key=claimed.trial_id, cancel=cancel, fresh=claimed.restart_first
         )
     except TrialCancelledError:
+        if _stopping.is_set():
+            return Outcome(failure=Failure.INFRASTRUCTURE, error=STOPPED_MID_TRIAL)
         return Outcome(cancelled=True)
     except InfrastructureError as error:
         return Outcome(failure=Failure.INFRASTRUCTURE, error=str(error))
@@ -92,6 +102,8 @@ def _run_on_target(claimed: ClaimedTrial, cancel: threading.Event) -> Outcome:
         return Outcome(failure=Failure.INFEASIBLE, error=str(error))
     except TargetError as error:
         return Outcome(failure=Failure.ERROR, error=str(error))
+    finally:
+        _running.discard(cancel)
     return Outcome(responses=result.responses, raw_output=result.raw_output, record=result.record)
 
 
@@ -108,6 +120,16 @@ def _target(name: str) -> Target:
             raise TargetError(f"target '{name}' is not defined in this worker's targets file")
         _targets[name] = build_target(specs[name])
     return _targets[name]
+
+
+@worker_shutting_down.connect
+def _stop_running_trials(**_: object) -> None:
+    """SIGTERM: stop the running trial now rather than wait for its end (a lab trial takes
+    minutes), so that the shutdown releases the targets before whoever sent the signal gives
+    up and kills the worker, which would leave the nodes it started running."""
+    _stopping.set()
+    for cancel in list(_running):
+        cancel.set()
 
 
 @worker_shutdown.connect

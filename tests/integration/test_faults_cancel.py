@@ -22,6 +22,7 @@ from tests.integration import test_lab
 from tests.integration.test_faults import SPEC, Stack, ready
 from worker.lab import layout as lab_layout
 from worker.lab import supervisor as lab_supervisor
+from worker.tasks import STOPPED_MID_TRIAL
 
 pytestmark = pytest.mark.integration
 
@@ -95,6 +96,28 @@ def test_cancel_stops_a_running_trial_and_frees_the_target(stack: Stack):
     reaped = stack.client.trial(orphan["id"])
     assert reaped["status"] == "cancelled" and reaped["attempts"] == 1
     assert reaped["responses"] is None and reaped["failure"] is None
+
+
+def test_a_worker_stopped_mid_trial_exits_at_once_and_the_trial_runs_again(stack: Stack):
+    worker = stack.start_worker()
+    assert wait_until(lambda: ready(worker), timeout=60), worker.tail()
+    created = stack.client.create_experiment(FOUR_TRIALS | {"name": "worker stopped"})
+    stack.client.start(created["id"])
+    assert wait_until(lambda: bool(running_trials(stack.client, created["id"])), timeout=30)
+    (trial,) = running_trials(stack.client, created["id"])
+    # SIGTERM: the worker stops the trial, releases its targets and exits by itself, long
+    # before the trial's 60 s and the SIGKILL that would follow (leaving a lab running on).
+    began = time.monotonic()
+    worker.stop(timeout=30)
+    log = worker.log_path.read_text(errors="replace")
+    assert time.monotonic() - began < STOPPED_WITHIN_S, log
+    assert worker.process.returncode == 0, log
+    assert f"trial {trial['id']} outcome: requeued" in log
+    again = stack.client.trial(trial["id"])
+    assert again["status"] == "queued" and again["attempts"] == 1, again
+    assert STOPPED_MID_TRIAL in again["error"]
+    assert not target_leases(stack.database_url)
+    stack.client.cancel(created["id"])
 
 
 # The lab: the cluster fixtures of test_lab (a 2-node cluster of this module's own, and the API
