@@ -69,15 +69,50 @@ def _sections(
     refusal: str,
 ) -> list[Section]:
     """(title, paragraphs, table header, table rows) per section, format-free."""
-    factors = [f["name"] for f in experiment["factors"]]
+    response = experiment["objective"]["response"]
+    sections: list[Section] = [("Experiment", _overview(experiment, trials), None, None)]
+    if analysis is None:
+        sections += [
+            _best_run(experiment, trials),
+            _run_table(experiment, trials),
+            ("Analysis", [f"No analysis yet: {refusal}"], None, None),
+        ]
+        return sections
+    sections += [
+        _deploy(analysis),
+        _best_run(experiment, trials),
+        _run_table(experiment, trials),
+        _model(analysis, trials, response),
+        _anova(analysis),
+        (
+            "Factors ranked by effect",
+            [RANKED_LEGEND],
+            ["factor", "effect at centre", "change at optimum", "share of SS %", "p"],
+            [_ranked_row(item) for item in analysis["ranked_factors"]],
+        ),
+        ("The model's predicted optimum", [_optimum(analysis, response)], None, None),
+        ("Explanation", list(analysis["explanation"]["sentences"]), None, None),
+    ]
+    return sections
+
+
+def _overview(experiment: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The target, the objective, the status and the design, with the design's notes."""
     response = experiment["objective"]["response"]
     design = experiment.get("design") or {}
-    overview = [
+    return [
         f"Target {experiment['target']}, {experiment['objective']['goal']} {response};"
         f" status {experiment['status']}.",
         f"Design: {design.get('kind', 'none (imported observations)')}; {len(trials)} trials.",
         *(str(note) for note in experiment.get("design_notes") or []),
     ]
+
+
+def _run_table(experiment: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> Section:
+    """Every trial in run order: its whole plot (in a split-plot run order), status, settings
+    and response."""
+    factors = [f["name"] for f in experiment["factors"]]
+    response = experiment["objective"]["response"]
     split = any(t.get("whole_plot") is not None for t in trials)
     runs = [
         [
@@ -90,58 +125,46 @@ def _sections(
         for t in trials
     ]
     header = ["run", *(["whole plot"] if split else []), "status", *factors, response]
-    run_table: Section = ("Run table", [], header, runs)
-    sections: list[Section] = [("Experiment", overview, None, None)]
-    if analysis is None:
-        sections += [
-            _best_run(experiment, trials),
-            run_table,
-            ("Analysis", [f"No analysis yet: {refusal}"], None, None),
-        ]
-        return sections
-    sections += [
-        _deploy(analysis),
-        _best_run(experiment, trials),
-        run_table,
-        (
-            "Model",
+    return ("Run table", [], header, runs)
+
+
+def _model(
+    analysis: Mapping[str, Any], trials: Sequence[Mapping[str, Any]], response: str
+) -> Section:
+    """The model fitted, how well and by which method, and its coefficients."""
+    return (
+        "Model",
+        [
+            f"{response} ~ {analysis['model_label']}",
+            _fit_line(analysis),
+            _method(analysis, trials),
+        ],
+        ["term", "coefficient", "std error", "p"],
+        [
+            [t["name"], format_value(t["coefficient"]), _opt(t["std_error"]), _p(t["p_value"])]
+            for t in analysis["terms"]
+        ],
+    )
+
+
+def _anova(analysis: Mapping[str, Any]) -> Section:
+    """The type II ANOVA table."""
+    return (
+        "ANOVA (type II)",
+        [ANOVA_NOTE],
+        ["source", "df", "sum of squares", "F", "p", "% of total"],
+        [
             [
-                f"{response} ~ {analysis['model_label']}",
-                _fit_line(analysis),
-                _method(analysis, trials),
-            ],
-            ["term", "coefficient", "std error", "p"],
-            [
-                [t["name"], format_value(t["coefficient"]), _opt(t["std_error"]), _p(t["p_value"])]
-                for t in analysis["terms"]
-            ],
-        ),
-        (
-            "ANOVA (type II)",
-            [ANOVA_NOTE],
-            ["source", "df", "sum of squares", "F", "p", "% of total"],
-            [
-                [
-                    r["source"],
-                    str(r["df"]),
-                    format_value(r["sum_sq"]),
-                    _opt(r["f"]),
-                    _p(r["p_value"]),
-                    _opt(r["percent"], ".1f"),
-                ]
-                for r in analysis["anova"]
-            ],
-        ),
-        (
-            "Factors ranked by effect",
-            [RANKED_LEGEND],
-            ["factor", "effect at centre", "change at optimum", "share of SS %", "p"],
-            [_ranked_row(item) for item in analysis["ranked_factors"]],
-        ),
-        ("The model's predicted optimum", [_optimum(analysis, response)], None, None),
-        ("Explanation", list(analysis["explanation"]["sentences"]), None, None),
-    ]
-    return sections
+                r["source"],
+                str(r["df"]),
+                format_value(r["sum_sq"]),
+                _opt(r["f"]),
+                _p(r["p_value"]),
+                _opt(r["percent"], ".1f"),
+            ]
+            for r in analysis["anova"]
+        ],
+    )
 
 
 def _markdown(experiment: Mapping[str, Any], sections: list[Section], figures: list[str]) -> str:
