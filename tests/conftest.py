@@ -29,10 +29,37 @@ from app.services.api_keys import Role
 from app.target_specs import DEFAULT_TARGETS
 from client.http import Client
 from client.processes import running_service
+from tests import leaks
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
 BACKENDS = ("sqlite", "mariadb")
+
+
+RUN_MARK = leaks.mark_this_run()
+_NAMESPACES_BEFORE = pytest.StashKey[set[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the lab namespaces there before the suite (another lab's)."""
+    session.stash[_NAMESPACES_BEFORE] = leaks.namespaces()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when a lab node, sysbench, delay proxy or namespace it started is left
+    running (then stop it by pid): a node that outlives the suite runs on after `make test`."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the run that started it checks once, at its end
+    found = leaks.leftovers(RUN_MARK, session.stash.get(_NAMESPACES_BEFORE, set()))
+    if not found:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = ["the suite left these running (now stopped):", *map(str, found)]
+    if reporter is not None:
+        reporter.write_sep("=", "leak check failed", red=True)
+        reporter.write_line("\n".join(lines))
+    leaks.remove(found)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 class ServiceMissingError(RuntimeError):

@@ -1,0 +1,103 @@
+"""What the suite started and left running: lab nodes, sysbench, delay proxies, namespaces.
+
+Every process the suite starts inherits `RUN_MARK` in its environment (set when the suite's
+conftest is imported; child processes of children keep it), so a leftover is recognised by what
+the suite made, never by name alone: the system MariaDB and another run's processes lack this
+run's mark. Namespaces are recognised by the lab's name prefix, less those there at the start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+RUN_MARK = "GALERA_DOE_TEST_RUN"
+# worker.lab.layout.LabLayout.namespace: gdoe<galera port base>s<site>.
+NAMESPACE_PREFIX = "gdoe"
+_KINDS = {"mariadbd": "lab node", "sysbench": "sysbench"}
+_DELAY_PROXY = "worker.wan.delay_proxy"
+
+
+def mark_this_run() -> str:
+    """This run's mark, set in the environment its processes inherit (an xdist worker keeps
+    the mark of the run that started it)."""
+    return os.environ.setdefault(RUN_MARK, uuid.uuid4().hex)
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A process or a namespace the suite made and did not remove."""
+
+    kind: str
+    pid: int | None
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {f'pid {self.pid} ' if self.pid else ''}{self.what}"
+
+
+def _argv(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def _marked(pid: str, mark: str) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{RUN_MARK}={mark}".encode() in environ
+
+
+def _kind(argv: list[str]) -> str | None:
+    if _DELAY_PROXY in argv:
+        return "delay proxy"
+    return _KINDS.get(Path(argv[0]).name) if argv else None
+
+
+def processes(mark: str) -> list[Leftover]:
+    """The lab nodes, sysbench runs and delay proxies of the run marked `mark` that run now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        argv = _argv(entry.name)
+        kind = _kind(argv)
+        if kind is not None and _marked(entry.name, mark):
+            found.append(Leftover(kind, int(entry.name), " ".join(argv).strip()))
+    return found
+
+
+def namespaces() -> set[str]:
+    """The network namespaces named like a lab's sites."""
+    done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    names = {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
+    return {name for name in names if name.startswith(NAMESPACE_PREFIX)}
+
+
+def leftovers(mark: str, namespaces_before: set[str], *, grace_s: float = 10.0) -> list[Leftover]:
+    """What the run left, after `grace_s` for processes that are stopping right now."""
+    deadline = time.monotonic() + grace_s
+    while (found := processes(mark)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    made = sorted(namespaces() - namespaces_before)
+    return found + [Leftover("network namespace", None, name) for name in made]
+
+
+def remove(found: list[Leftover]) -> None:
+    """Stop the leftover processes by pid (SIGTERM: a node shuts down cleanly) and delete the
+    namespaces, so that a failed run does not leave them to the next one."""
+    for leftover in found:
+        if leftover.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(leftover.pid, signal.SIGTERM)
+        else:
+            subprocess.run(["ip", "netns", "delete", leftover.what], capture_output=True)
