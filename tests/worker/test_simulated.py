@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from experiments.galera.kinds import SIMULATED_FACTORS
-from worker.targets.base import GALERA_RESPONSES, InfeasibleError, TargetError
+from experiments.galera.responses import GALERA_RESPONSES
+from worker.targets.base import InfeasibleError, TargetError
 from worker.targets.simulated import (
     SIMULATED_DEFAULTS,
     SimulatedTarget,

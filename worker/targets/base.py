@@ -8,10 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from experiments.galera.responses import GALERA_RESPONSES
-
 __all__ = [
-    "GALERA_RESPONSES",
     "InfeasibleError",
     "InfrastructureError",
     "Target",
