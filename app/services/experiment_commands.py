@@ -65,15 +65,43 @@ async def create(
     (`replayed`); the key is stored in the experiment's own transaction, so two concurrent
     requests with one key make one experiment."""
     if idempotency is not None:
-        made = await idempotent.earlier(
-            session, owner=new.owner, operation=CREATE_OPERATION, idempotency=idempotency
-        )
-        if made is not None:
-            return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
+        replayed = await _replayed(session, new.owner, idempotency)
+        if replayed is not None:
+            return replayed
     target = target_of(targets, new.target)
     space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
+    experiment = _experiment_row(new, target, space)
+    design = await _planned(experiment, space, new, target, target_notes, max_design_runs)
+    if design is not None:
+        target.check_plan([point.config for point in design.points])
+    session.add(experiment)
+    await session.flush()
+    if design is not None and design.points:
+        await session.execute(insert(Trial), designs.trial_rows(design, experiment.id))
+    if new.warm_start_from:
+        first_run_order = len(design.points) + 1 if design is not None else 1
+        await _warm_start(session, experiment, new, space, target, targets, first_run_order)
+    return await _committed(session, experiment, new.owner, idempotency)
+
+
+async def _replayed(
+    session: AsyncSession, owner: str, idempotency: Idempotency
+) -> ExperimentDetail | None:
+    """The experiment an earlier request with this idempotency key made, marked replayed;
+    None when no request made one."""
+    made = await idempotent.earlier(
+        session, owner=owner, operation=CREATE_OPERATION, idempotency=idempotency
+    )
+    if made is None:
+        return None
+    return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
+
+
+def _experiment_row(new: NewExperiment, target: TargetSpec, space: FactorSpace) -> Experiment:
+    """The new experiment's row, planned, its objective checked against the target's
+    responses."""
     objective = Objective.parse(new.objective, target.check_response).as_dict()
-    experiment = Experiment(
+    return Experiment(
         name=new.name,
         target=target.name,
         factors=space.to_dicts(),
@@ -84,30 +112,45 @@ async def create(
         status=ExperimentStatus.PLANNED,
         owner=new.owner,
     )
-    design = await _planned(experiment, space, new, target, target_notes, max_design_runs)
-    if design is not None:
-        target.check_plan([point.config for point in design.points])
-    session.add(experiment)
-    await session.flush()
-    if design is not None and design.points:
-        await session.execute(insert(Trial), designs.trial_rows(design, experiment.id))
-    if new.warm_start_from:
-        seeded = await warm_start.copied_trials(
-            session,
-            sources=new.warm_start_from,
-            viewer=new.viewer,
-            space=space,
-            target=target,
-            targets=targets,
-            experiment_id=experiment.id,
-            first_run_order=len(design.points) + 1 if design is not None else 1,
-        )
-        session.add_all(seeded.trials)
-        experiment.design_notes = [*(experiment.design_notes or []), seeded.note]
+
+
+async def _warm_start(
+    session: AsyncSession,
+    experiment: Experiment,
+    new: NewExperiment,
+    space: FactorSpace,
+    target: TargetSpec,
+    targets: Mapping[str, TargetSpec],
+    first_run_order: int,
+) -> None:
+    """Copy the compatible trials of the experiments `new` warm-starts from, numbered from
+    `first_run_order`, and say so in the design notes."""
+    seeded = await warm_start.copied_trials(
+        session,
+        sources=new.warm_start_from,
+        viewer=new.viewer,
+        space=space,
+        target=target,
+        targets=targets,
+        experiment_id=experiment.id,
+        first_run_order=first_run_order,
+    )
+    session.add_all(seeded.trials)
+    experiment.design_notes = [*(experiment.design_notes or []), seeded.note]
+
+
+async def _committed(
+    session: AsyncSession,
+    experiment: Experiment,
+    owner: str,
+    idempotency: Idempotency | None,
+) -> ExperimentDetail:
+    """Commit the new experiment with its idempotency key; when a concurrent request with the
+    same key committed first, its experiment, replayed."""
     if idempotency is not None:
         idempotent.remember(
             session,
-            owner=new.owner,
+            owner=owner,
             operation=CREATE_OPERATION,
             idempotency=idempotency,
             experiment_id=experiment.id,
@@ -117,12 +160,10 @@ async def create(
     except IntegrityError:
         await session.rollback()
         # A concurrent request with the same key committed first: answer with its experiment.
-        made = idempotency and await idempotent.earlier(
-            session, owner=new.owner, operation=CREATE_OPERATION, idempotency=idempotency
-        )
-        if not made:
+        replayed = None if idempotency is None else await _replayed(session, owner, idempotency)
+        if replayed is None:
             raise
-        return replace(await get(session, experiment_id=made, with_trials=True), replayed=True)
+        return replayed
     return await get(session, experiment_id=experiment.id, with_trials=True)
 
 
