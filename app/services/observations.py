@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import rows
-from app.db.models import Trial, utcnow
+from app.db.models import Experiment, Trial, utcnow
 from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError
 from app.services.trial_runs import new_trial
@@ -55,14 +56,7 @@ async def record_observations(
     """
     experiment = await experiment_of(session, experiment_id)
     target = target_of(targets, experiment.target)
-    if experiment.status == ExperimentStatus.CANCELLED:
-        raise ConflictError(
-            f"experiment {experiment_id} was cancelled: it takes no more observations"
-        )
-    if not observations:
-        raise DomainError("observations", "must hold at least one observation")
-    if len(observations) > MAX_OBSERVATIONS:
-        raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
+    _check_takes(experiment, observations)
     space = experiment.factor_space
     accepted = accepted_responses(target, experiment.parsed_objective)
     checked = [
@@ -82,22 +76,11 @@ async def record_observations(
         trial = next((t for t in pending if t.config == config), None)
         if trial is None:
             next_order += 1
-            trial = new_trial(
-                space,
-                experiment_id=experiment_id,
-                run_order=next_order,
-                config=config,
-                point_type="observed",
-                source=TrialSource.OBSERVATION,
-            )
+            trial = _observed_trial(space, experiment_id, next_order, config)
             session.add(trial)
         else:
             pending.remove(trial)
-        trial.status = TrialStatus.SUCCEEDED
-        trial.responses = responses
-        for name, value in layout.items():
-            setattr(trial, name, value)
-        trial.started_at = trial.finished_at = now
+        _measured(trial, responses, layout, now)
         recorded.append(trial)
     if not target.runnable:
         looping = await rows.running_optimization(session, experiment_id) is not None
@@ -105,6 +88,43 @@ async def record_observations(
         experiment.status = ExperimentStatus.COMPLETED if done else ExperimentStatus.RUNNING
     await session.commit()
     return recorded
+
+
+def _check_takes(experiment: Experiment, observations: Sequence[Mapping[str, Any]]) -> None:
+    """The experiment takes observations (it was not cancelled), one to MAX_OBSERVATIONS."""
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(
+            f"experiment {experiment.id} was cancelled: it takes no more observations"
+        )
+    if not observations:
+        raise DomainError("observations", "must hold at least one observation")
+    if len(observations) > MAX_OBSERVATIONS:
+        raise DomainError("observations", f"at most {MAX_OBSERVATIONS} per request")
+
+
+def _observed_trial(
+    space: FactorSpace, experiment_id: int, run_order: int, config: Config
+) -> Trial:
+    """A new trial for an observation that fills no planned trial."""
+    return new_trial(
+        space,
+        experiment_id=experiment_id,
+        run_order=run_order,
+        config=config,
+        point_type="observed",
+        source=TrialSource.OBSERVATION,
+    )
+
+
+def _measured(
+    trial: Trial, responses: dict[str, float], layout: dict[str, int], now: datetime
+) -> None:
+    """The trial succeeded with the observed responses, in its block and whole plot."""
+    trial.status = TrialStatus.SUCCEEDED
+    trial.responses = responses
+    for name, value in layout.items():
+        setattr(trial, name, value)
+    trial.started_at = trial.finished_at = now
 
 
 def _observed_config(space: FactorSpace, item: Mapping[str, Any], i: int) -> dict[str, Any]:
