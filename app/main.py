@@ -28,6 +28,7 @@ from app.api.routes import (
     health,
     optimization_loop,
     plots,
+    strategies,
     suggestions,
     targets,
     trials,
@@ -142,7 +143,17 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     # Every route needs an API key but the health check, the documentation and the dashboard's
     # page and assets (the page asks for the key and sends it with every data call).
     keyed = [Depends(current_principal)]
-    for router in (experiments, suggestions, optimization_loop, plots, trials, designs, targets):
+    routers = (
+        experiments,
+        suggestions,
+        strategies,
+        optimization_loop,
+        plots,
+        trials,
+        designs,
+        targets,
+    )
+    for router in routers:
         app.include_router(router.router, dependencies=keyed)
     app.include_router(health.router)
     app.include_router(ui.router)

@@ -281,6 +281,18 @@ def print_trials(
     console.print(table)
 
 
+def print_strategies(console: Console, strategies: Iterable[Mapping[str, Any]]) -> None:
+    """The server's strategies: name, what each does, whether `optimize` can run it."""
+    table = Table(title="Strategies")
+    table.add_column("name")
+    table.add_column("what it does")
+    table.add_column("closes a loop")
+    for strategy in strategies:
+        closes = "yes" if strategy["closes_loop"] else "no"
+        table.add_row(escape(strategy["name"]), escape(strategy["summary"]), closes)
+    console.print(table)
+
+
 def print_design(console: Console, design: Mapping[str, Any]) -> None:
     """A planned design: the run table, the quality report, the family's facts and notes."""
     points = design["points"]

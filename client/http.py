@@ -130,6 +130,10 @@ class Client:
         """Plan a design (`factors`, `design`, `constraints`, `target`) without storing it."""
         return self._call("POST", "/designs/preview", json=request)  # type: ignore[no-any-return]
 
+    def strategies(self) -> list[dict[str, Any]]:
+        """The engine's strategies: name, what each does, whether it can close a loop."""
+        return self._call("GET", "/strategies")  # type: ignore[no-any-return]
+
     def targets(self) -> list[dict[str, Any]]:
         """The operator's targets: name, kind, whether it runs trials, factors and responses."""
         return self._call("GET", "/targets")  # type: ignore[no-any-return]

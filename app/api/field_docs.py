@@ -14,6 +14,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from experiments.suggest import SUMMARIES
+
 # Fields whose meaning depends on the schema they are in.
 BY_SCHEMA: dict[str, str] = {
     "Profile.best": "the setting of the factor with the best predicted response",
@@ -352,7 +354,8 @@ GLOSSARY: dict[str, str] = {
     "std_order": "the run's standard (unrandomized) order",
     "stop_reason": "why the loop stopped",
     "stop_when_expected_improvement_below": "the loop stops below this expected improvement",
-    "strategy": "auto, augment, steepest_ascent, bayes or replicate",
+    "strategy": "the strategy, by name: "
+    + "; ".join(f"{name}, {summary}" for name, summary in SUMMARIES.items()),
     "stratum": "whole-plot, sub-plot or both: where a term is estimated",
     "studentized_limit": "externally studentized residual beyond which a run is an outlier",
     "studentized_residual": "externally studentized residual",

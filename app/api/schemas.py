@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model,
 from app.services.optimization_loop import MAX_BUDGET_SECONDS
 from experiments.analysis import Analysis, Optimum
 from experiments.analysis.deploy import DeployAnswer
+from experiments.suggest import LOOP_STRATEGY_NAMES, STRATEGY_NAMES
 
 ModelOrder = Annotated[
     str,
@@ -499,6 +500,16 @@ class TargetOut(BaseModel):
     responses: list[str] | None = Field(description="responses it reports; null: any name")
 
 
+class StrategyOut(BaseModel):
+    """A suggestion strategy of the engine's registry."""
+
+    name: str = Field(description="the name `suggest` and `optimize` take")
+    summary: str = Field(description="what the strategy does")
+    closes_loop: bool = Field(
+        description="whether it can drive a closed loop (`POST .../optimize`) by itself"
+    )
+
+
 class SuggestionsIn(Strict):
     """How many configurations to suggest, and by which strategy.
 
@@ -507,7 +518,7 @@ class SuggestionsIn(Strict):
     batch size of sequential picks, while design steps come whole.
     """
 
-    strategy: Literal["auto", "augment", "steepest_ascent", "bayes", "replicate"] = "auto"
+    strategy: Literal[STRATEGY_NAMES] = "auto"
     count: int = Field(default=1, ge=1, le=20)
 
 
@@ -563,7 +574,7 @@ class StartIn(Strict):
 class OptimizeIn(Strict):
     """A closed loop: suggest, run, refit, repeat until the budget or the stopping rule."""
 
-    strategy: Literal["auto", "bayes"] = "auto"
+    strategy: Literal[LOOP_STRATEGY_NAMES] = "auto"
     budget: int = Field(default=20, ge=1, le=500, description="trials the loop may run")
     budget_seconds: float | None = Field(
         default=None, gt=0, le=MAX_BUDGET_SECONDS, allow_inf_nan=False, description=BUDGET_SECONDS

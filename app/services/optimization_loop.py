@@ -41,12 +41,11 @@ from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.galera.target_spec import TargetSpec
 from experiments.numbers import finite_or_none
-from experiments.suggest import DONE, Plan, Recommendation, next_batch
+from experiments.suggest import DONE, LOOP_STRATEGY_NAMES, Plan, Recommendation, next_batch
 from experiments.terms import DEFAULT_MODEL
 
 log = logging.getLogger(__name__)
 
-LOOP_STRATEGIES: tuple[str, ...] = ("auto", "bayes")
 MAX_BUDGET = 500
 MAX_BUDGET_SECONDS = 30 * 24 * 3600.0
 MAX_BATCH_SIZE = 20
@@ -65,10 +64,10 @@ class LoopRequest:
 
     def check(self) -> None:
         """Raise DomainError naming the first field that breaks its rule."""
-        if self.strategy not in LOOP_STRATEGIES:
+        if self.strategy not in LOOP_STRATEGY_NAMES:
             raise DomainError(
                 "strategy",
-                f"a closed loop runs one of {', '.join(LOOP_STRATEGIES)}: the other strategies"
+                f"a closed loop runs one of {', '.join(LOOP_STRATEGY_NAMES)}: the other strategies"
                 " take one step and cannot go on by themselves",
             )
         if not 1 <= self.budget <= MAX_BUDGET:

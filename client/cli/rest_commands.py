@@ -154,6 +154,13 @@ def status(ctx: typer.Context, experiment_id: ExperimentId) -> None:
 
 
 @cli.command()
+def strategies(ctx: typer.Context) -> None:
+    """List the strategies `suggest` and `optimize` take, as the server's registry names them."""
+    with api_client(ctx) as client:
+        show.print_strategies(stdout(), client.strategies())
+
+
+@cli.command()
 def trials(ctx: typer.Context, experiment_id: ExperimentId) -> None:
     """List an experiment's trials in run order: config, status, objective value, error."""
     with api_client(ctx) as client:
@@ -183,7 +190,7 @@ def suggest(
     ctx: typer.Context,
     experiment_id: ExperimentId,
     strategy: Annotated[
-        str, typer.Option(help="auto, augment, steepest_ascent, bayes or replicate")
+        str, typer.Option(help="a strategy's name (`galera-doe strategies` lists them)")
     ] = "auto",
     count: Annotated[
         int, typer.Option(min=1, help="sequential picks (auto's design steps come whole)")
@@ -209,7 +216,9 @@ def optimize(
             show_default=False,
         ),
     ] = None,
-    strategy: Annotated[str, typer.Option(help="auto or bayes")] = "auto",
+    strategy: Annotated[
+        str, typer.Option(help="a strategy that closes a loop (`galera-doe strategies`)")
+    ] = "auto",
     batch_size: Annotated[int, typer.Option(min=1, help="trials per round")] = 1,
     stop_below: Annotated[
         float | None,

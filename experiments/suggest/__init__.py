@@ -23,6 +23,7 @@ from experiments.suggest.values import DONE, Limit, Plan, Recommendation, Runs, 
 
 __all__ = [
     "DONE",
+    "LOOP_STRATEGY_NAMES",
     "STRATEGIES",
     "STRATEGY_NAMES",
     "SUMMARIES",
@@ -45,6 +46,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
 # The one list of the strategies' names, and what each does (for schemas, glossaries, the CLI).
 STRATEGY_NAMES: tuple[str, ...] = tuple(STRATEGIES)
 SUMMARIES: dict[str, str] = {name: kind.summary for name, kind in STRATEGIES.items()}
+LOOP_STRATEGY_NAMES: tuple[str, ...] = tuple(n for n, k in STRATEGIES.items() if k.closes_loop)
 MAX_COUNT = 20
 
 

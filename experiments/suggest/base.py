@@ -49,6 +49,9 @@ class Strategy(ABC):
     summary: ClassVar[str]
     # Whether its suggestions need the search's model besides the judge (Bayesian optimization).
     searches: ClassVar[bool] = False
+    # Whether it can drive a closed loop alone: it keeps choosing until its budget or a stopping
+    # rule, and says when to stop; the others take one step a person asked for.
+    closes_loop: ClassVar[bool] = False
 
     def __init__(
         self, problem: Problem, *, budget: int | None = None, time_left: float | None = None

@@ -89,6 +89,7 @@ class Bayes(Strategy):
         " space-filling start"
     )
     searches = True
+    closes_loop = True
     # How many quasi-random points start the search of a lattice too large to score whole.
     candidates = CANDIDATES
 

@@ -88,6 +88,7 @@ OPERATION_IDS = {
     ("get", "/trials/{trial_id}"): "get_trial",
     ("post", "/designs/preview"): "preview_design",
     ("get", "/targets"): "list_targets",
+    ("get", "/strategies"): "list_strategies",
     ("get", "/health"): "get_health",
 }
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.services import optimization_loop
 from experiments.factors import FactorSpace
-from experiments.suggest import Problem, Runs, suggest
+from experiments.suggest import STRATEGIES, Problem, Runs, suggest
 from tests.toy_responses import saturating_latency
 
 FACTORS = [
@@ -182,6 +182,18 @@ async def test_bad_suggestion_requests_are_refused(api):
     assert wrong.status_code == 422 and wrong.json()["detail"][0]["loc"][-1] == "strategy"
     assert (await api.post(path, json={"count": 0})).status_code == 422
     assert (await api.post("/experiments/424242/suggestions", json={})).status_code == 404
+
+
+async def test_the_strategies_come_from_the_engine_registry(api):
+    listed = (await api.get("/strategies")).json()
+    assert [s["name"] for s in listed] == list(STRATEGIES)
+    assert {s["name"] for s in listed if s["closes_loop"]} == {"auto", "bayes"}
+    assert all(s["summary"] == STRATEGIES[s["name"]].summary for s in listed)
+    schemas = (await api.get("/openapi.json")).json()["components"]["schemas"]
+    assert schemas["SuggestionsIn"]["properties"]["strategy"]["enum"] == list(STRATEGIES)
+    assert schemas["OptimizeIn"]["properties"]["strategy"]["enum"] == ["auto", "bayes"]
+    described = schemas["SuggestionsIn"]["properties"]["strategy"]["description"]
+    assert all(f"{name}, {kind.summary}" in described for name, kind in STRATEGIES.items())
 
 
 @pytest.mark.parametrize("strategy", ["augment", "steepest_ascent", "replicate"])

@@ -162,6 +162,7 @@ HELP = [
     (["trials"], ["ID"]),
     (["analysis"], ["ID", "--response", "--model"]),
     (["suggest"], ["ID", "--strategy", "--count"]),
+    (["strategies"], ["strategies"]),
     (["optimize"], ["ID", "--budget", "--strategy", "--batch-size", "--stop-below",
                     "--restart-replicates", "--wait", "--timeout"]),
     (["design"], ["preview"]),
@@ -324,6 +325,14 @@ def test_a_manual_experiment_is_not_started_then_analysed_and_suggested(api: Api
         assert re.fullmatch(r"galera_nodes=\d+ total_connections=\d+", row[2]), row
         assert re.fullmatch(r"\d+\.\d", row[3]) and re.fullmatch(r"\d+\.\d", row[4]), row
         assert row[6], row  # the reason
+
+
+def test_strategies_lists_the_servers_registry(api: Api):
+    out = ok(run("strategies", api=api))
+    rows = {row[0]: row for row in table_rows(out, "auto")}
+    for name in ("auto", "augment", "steepest_ascent", "bayes", "replicate"):
+        assert name in out
+    assert rows["auto"][-1] == "yes"
 
 
 def test_design_preview_prints_the_run_table_and_its_quality(api: Api):
