@@ -89,6 +89,19 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return await http_exception_handler(request, error)
 
 
+# The routers whose every route needs an API key.
+KEYED_ROUTERS = (
+    experiments,
+    suggestions,
+    strategies,
+    optimization_loop,
+    plots,
+    trials,
+    designs,
+    targets,
+)
+
+
 def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> FastAPI:
     """Build the app; the database schema is migrated at start when the database is empty.
 
@@ -135,29 +148,26 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     install_docs(app)
     field_docs.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    install_error_handlers(app)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(OperationalError, _database_unavailable)
-    app.add_exception_handler(InterfaceError, _database_unavailable)
-    app.add_exception_handler(ConnectionError, _database_unavailable)
+    _install_error_handlers(app)
+    _include_routers(app)
+    return app
+
+
+def _include_routers(app: FastAPI) -> None:
     # Every route needs an API key but the health check, the documentation and the dashboard's
     # page and assets (the page asks for the key and sends it with every data call).
     keyed = [Depends(current_principal)]
-    routers = (
-        experiments,
-        suggestions,
-        strategies,
-        optimization_loop,
-        plots,
-        trials,
-        designs,
-        targets,
-    )
-    for router in routers:
+    for router in KEYED_ROUTERS:
         app.include_router(router.router, dependencies=keyed)
     app.include_router(health.router)
     app.include_router(ui.router)
-    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    install_error_handlers(app)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    for unavailable in (OperationalError, InterfaceError, ConnectionError):
+        app.add_exception_handler(unavailable, _database_unavailable)
 
 
 app = create_app(freeze_gc=True)
