@@ -295,6 +295,21 @@ def print_strategies(console: Console, strategies: Iterable[Mapping[str, Any]]) 
 
 def print_design(console: Console, design: Mapping[str, Any]) -> None:
     """A planned design: the run table, the quality report, the family's facts and notes."""
+    _print_run_table(console, design)
+    _print_quality(console, design)
+    family = design.get("family") or {}
+    if family:
+        facts = _facts(f"{design['kind']} facts")
+        for name, value in family.items():
+            facts.add_row(escape(str(name)), escape(_listed(value)))
+        console.print(facts)
+    for note in design.get("notes") or []:
+        console.print(f"note: {escape(note)}")
+
+
+def _print_run_table(console: Console, design: Mapping[str, Any]) -> None:
+    """The design's runs in run order (block and whole plot when it has them), factor columns
+    shortened to fit and named in a legend, rounded and duplicate points noted."""
     points = design["points"]
     factors = list(points[0]["config"]) if points else []
     blocked = any(p["block"] != 1 for p in points)
@@ -330,6 +345,9 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
     if legend:
         console.print(escape("columns: " + ", ".join(legend)))
 
+
+def _print_quality(console: Console, design: Mapping[str, Any]) -> None:
+    """The design's quality report for its model, with the aliases of each term."""
     quality = design.get("quality") or {}
     report = _facts(f"Quality for the {design['model']} model")
     rows = [
@@ -347,14 +365,6 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
     for term, aliases in (quality.get("aliased_with") or {}).items():
         report.add_row(f"{escape(term)} aliased with", escape(_listed(aliases)))
     console.print(report)
-    family = design.get("family") or {}
-    if family:
-        facts = _facts(f"{design['kind']} facts")
-        for name, value in family.items():
-            facts.add_row(escape(str(name)), escape(_listed(value)))
-        console.print(facts)
-    for note in design.get("notes") or []:
-        console.print(f"note: {escape(note)}")
 
 
 def print_analysis(
