@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -249,36 +250,48 @@ def optimize(
             stop_when_expected_improvement_below=stop_below,
             restart_replicates=restart_replicates,
         )
-        timed = loop.get("budget_seconds")
-        seconds = "" if timed is None else f" or {timed:g} s of trial time"
-        console.print(
-            f"optimization loop {loop['id']} {loop['status']}: {loop['strategy']}, "
-            f"budget {loop['budget']} trials{seconds}, {loop['batch_size']} per round"
-        )
-        if not wait:
-            return
-        final = show.follow(
-            client,
-            experiment_id,
-            console,
-            timeout=timeout,
-            until=show.loop_finished(loop["id"]),
-            loop_id=loop["id"],
-        )
-        ended = final["optimization"]
-        show.print_optimization(console, ended)
-        console.print(
-            f"loop {ended['status']}: {ended.get('stop_reason') or 'no stop reason'}",
-            markup=False,
-        )
-        if ended["status"] == "failed":
-            raise CommandError(f"optimization loop {ended['id']} failed: {ended.get('error')}")
-        try:
-            analysis = client.analysis(experiment_id)
-        except ApiError as error:
-            console.print(f"no analysis: {error}", markup=False)
-            return
-        show.print_results(console, final, analysis)
+        _print_loop_started(console, loop)
+        if wait:
+            _follow_loop(client, experiment_id, loop["id"], console, timeout=timeout)
+
+
+def _print_loop_started(console: Console, loop: Mapping[str, Any]) -> None:
+    """The loop's id, status, strategy, budgets and batch size."""
+    timed = loop.get("budget_seconds")
+    seconds = "" if timed is None else f" or {timed:g} s of trial time"
+    console.print(
+        f"optimization loop {loop['id']} {loop['status']}: {loop['strategy']}, "
+        f"budget {loop['budget']} trials{seconds}, {loop['batch_size']} per round"
+    )
+
+
+def _follow_loop(
+    client: Client, experiment_id: int, loop_id: int, console: Console, *, timeout: float
+) -> None:
+    """Follow the loop until it ends, print how and why it stopped, then the results; a
+    CommandError when the loop failed."""
+    final = show.follow(
+        client,
+        experiment_id,
+        console,
+        timeout=timeout,
+        until=show.loop_finished(loop_id),
+        loop_id=loop_id,
+    )
+    ended = final["optimization"]
+    show.print_optimization(console, ended)
+    console.print(
+        f"loop {ended['status']}: {ended.get('stop_reason') or 'no stop reason'}",
+        markup=False,
+    )
+    if ended["status"] == "failed":
+        raise CommandError(f"optimization loop {ended['id']} failed: {ended.get('error')}")
+    try:
+        analysis = client.analysis(experiment_id)
+    except ApiError as error:
+        console.print(f"no analysis: {error}", markup=False)
+        return
+    show.print_results(console, final, analysis)
 
 
 @design_cli.command("preview")
