@@ -1,7 +1,8 @@
 """Real services for the suite: MariaDB and SQLite databases, Redis. A missing service fails.
 
-Every database test runs on both backends. Each backend gets a database of its own, created and
-migrated here and dropped at the end; Redis gets a database number of its own, flushed.
+Database tests run on SQLite, and those of what the backend changes on MariaDB too
+(`BOTH_BACKENDS`). Each backend gets a database of its own, created and migrated here and
+dropped at the end; Redis gets a database number of its own, flushed.
 """
 
 from __future__ import annotations
@@ -124,9 +125,45 @@ def redis_url() -> Iterator[str]:
     client.close()
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
+# What the backend changes runs on MariaDB too: migrations, claims and leases under
+# concurrency, revision counters, unique keys (idempotency), integer ranges, JSON and float round
+# trips, trial order, and a trial delivered twice through the real worker. Everything else runs
+# on SQLite alone: the same SQLAlchemy statements, and the API's answers do not depend on it.
+BOTH_BACKENDS = (
+    "tests/app/test_persistence.py::",
+    "tests/worker/test_trial_lifecycle.py::",
+    "tests/app/test_tallies.py::",
+    "tests/app/test_auth.py::",
+    "tests/app/test_api.py::test_create_plans_and_stores_the_design",
+    "tests/app/test_api.py::test_start_queues_pending_trials_in_run_order",
+    "tests/app/test_api.py::test_ids_beyond_the_database_range_are_422_not_500",
+    "tests/integration/test_end_to_end.py::test_quickstart_runs_to_completion_through_the_worker",
+    "tests/integration/test_end_to_end.py::test_a_trial_delivered_twice_runs_once",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each test that needs the database gets SQLite, and MariaDB too if in `BOTH_BACKENDS`."""
+    if "database_url" not in metafunc.fixturenames or _parametrizes_database(metafunc):
+        return
+    nodeid = metafunc.definition.nodeid
+    both = any(nodeid.startswith(prefix) for prefix in BOTH_BACKENDS)
+    backends = BACKENDS if both else BACKENDS[:1]
+    metafunc.parametrize("database_url", backends, indirect=True, scope="session")
+
+
+def _parametrizes_database(metafunc: pytest.Metafunc) -> bool:
+    """Whether the test names its backends itself (`parametrize("database_url", ...)`)."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        if "database_url" in (names.split(",") if isinstance(names, str) else names):
+            return True
+    return False
+
+
+@pytest.fixture(scope="session")
 async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """A freshly migrated database on each backend (SQLite file, MariaDB through asyncmy)."""
+    """A freshly migrated database on the test's backend (SQLite file, MariaDB via asyncmy)."""
     if request.param == "sqlite":
         path = tmp_path_factory.mktemp("sqlite") / "galera_doe_test.sqlite3"
         url = f"sqlite+aiosqlite:///{path}"
