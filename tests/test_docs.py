@@ -123,3 +123,11 @@ def test_the_layout_lists_the_real_tree():
         package for package in packages() if not any(path.startswith(package) for path in listed)
     )
     assert not unlisted, f"the README's layout leaves out {unlisted}"
+
+
+def test_every_make_target_the_readme_names_exists():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([A-Za-z][\w-]*):", makefile, re.M))
+    named = set(re.findall(r"`make ([a-z][\w-]*)`|^make ([a-z][\w-]*)", README.read_text(), re.M))
+    missing = sorted({first or second for first, second in named} - targets)
+    assert not missing, f"README.md names make targets the Makefile lacks: {missing}"
