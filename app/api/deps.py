@@ -11,7 +11,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
-from app.api.schemas import error_responses
+from app.api.schemas.common import error_responses
 from app.config import Settings
 from app.db.session import AsyncSession, Database
 from app.queue import TaskQueue

@@ -8,13 +8,8 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, SessionDep, SettingsDep, TargetsDep
-from app.api.schemas import (
-    KEYED_RESPONSES,
-    DesignOut,
-    DesignPointOut,
-    DesignPreviewIn,
-    error_responses,
-)
+from app.api.schemas.common import KEYED_RESPONSES, error_responses
+from app.api.schemas.designs import DesignOut, DesignPointOut, DesignPreviewIn
 from app.services import designs
 
 router = APIRouter(tags=["designs"], responses=KEYED_RESPONSES, route_class=KeyFirstRoute)

@@ -19,19 +19,15 @@ from app.api.deps import (
     TargetsDep,
 )
 from app.api.routes.optimization_loop import optimization_out
-from app.api.schemas import (
-    EXAMPLE_OBSERVATION,
-    KEYED_RESPONSES,
-    AnalysisOut,
+from app.api.schemas.analysis import AnalysisOut
+from app.api.schemas.common import KEYED_RESPONSES, ModelOrder, error_responses
+from app.api.schemas.experiments import (
     ExperimentIn,
     ExperimentOut,
     ExperimentWithTrialsOut,
-    ModelOrder,
-    ObservationIn,
     StartIn,
-    TrialOut,
-    error_responses,
 )
+from app.api.schemas.trials import EXAMPLE_OBSERVATION, ObservationIn, TrialOut
 from app.services import (
     analysis_inputs,
     experiment_commands,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import DatabaseDep, QueueDep
-from app.api.schemas import HealthOut, ServiceHealth
+from app.api.schemas.service import HealthOut, ServiceHealth
 from app.services import health
 
 router = APIRouter(tags=["health"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, QueueDep, SessionDep, TargetsDep
-from app.api.schemas import KEYED_RESPONSES, OptimizationOut, OptimizeIn, error_responses
+from app.api.schemas.common import KEYED_RESPONSES, error_responses
+from app.api.schemas.suggestions import OptimizationOut, OptimizeIn
 from app.services import optimization_loop
 from app.services.progress import LoopProgress
 

@@ -9,12 +9,8 @@ from fastapi.responses import Response
 from pydantic import Field
 
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, SessionDep, TargetsDep
-from app.api.schemas import (
-    KEYED_RESPONSES,
-    ModelOrder,
-    SurfaceOut,
-    error_responses,
-)
+from app.api.schemas.analysis import SurfaceOut
+from app.api.schemas.common import KEYED_RESPONSES, ModelOrder, error_responses
 from app.services import plots
 from app.services.plots import PlotKind
 from experiments.terms import DEFAULT_MODEL

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import KeyFirstRoute
-from app.api.schemas import KEYED_RESPONSES, StrategyOut
+from app.api.schemas.common import KEYED_RESPONSES
+from app.api.schemas.suggestions import StrategyOut
 from experiments.suggest import LOOP_STRATEGY_NAMES, SUMMARIES
 
 router = APIRouter(tags=["suggestions"], responses=KEYED_RESPONSES, route_class=KeyFirstRoute)

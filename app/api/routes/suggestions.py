@@ -7,14 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, status
 
 from app.api.deps import KeyFirstRoute, OwnedExperimentId, QueueDep, SessionDep, TargetsDep
-from app.api.schemas import (
-    KEYED_RESPONSES,
-    PlanOut,
-    SuggestionOut,
-    SuggestionsIn,
-    TrialOut,
-    error_responses,
-)
+from app.api.schemas.common import KEYED_RESPONSES, error_responses
+from app.api.schemas.suggestions import PlanOut, SuggestionOut, SuggestionsIn
+from app.api.schemas.trials import TrialOut
 from app.services import suggestions
 
 router = APIRouter(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import KeyFirstRoute, TargetsDep
-from app.api.schemas import KEYED_RESPONSES, TargetOut
+from app.api.schemas.common import KEYED_RESPONSES
+from app.api.schemas.service import TargetOut
 
 router = APIRouter(tags=["targets"], responses=KEYED_RESPONSES, route_class=KeyFirstRoute)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import KeyFirstRoute, OwnedTrialId, SessionDep
-from app.api.schemas import KEYED_RESPONSES, TrialDetailOut, error_responses
+from app.api.schemas.common import KEYED_RESPONSES, error_responses
+from app.api.schemas.trials import TrialDetailOut
 from app.services import progress
 
 router = APIRouter(
