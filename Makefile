@@ -1,5 +1,5 @@
 # galera-doe: `make demo` runs the main job, `make test` the whole suite; both set up first.
-.PHONY: setup demo test lint serve worker
+.PHONY: setup demo test test-fast lint serve worker
 
 setup:
 	bash scripts/setup.sh
@@ -9,6 +9,10 @@ demo: setup
 
 test: setup lint
 	.venv/bin/pytest
+
+# The inner loop: the pure and API tests (no lab cluster, no worker process), a few minutes.
+test-fast:
+	.venv/bin/pytest -m fast
 
 lint:
 	.venv/bin/ruff check .

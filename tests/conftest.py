@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -31,6 +32,8 @@ from app.target_specs import DEFAULT_TARGETS
 from client.http import Client
 from client.processes import running_service
 from tests import leaks
+from worker.lab.layout import LabLayout, free_layout
+from worker.lab.supervisor import LabCluster
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
@@ -61,6 +64,44 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         reporter.write_line("\n".join(lines))
     leaks.remove(found)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# `make test-fast` (-m fast): the pure and API tests, for the inner loop. Not in it: lab
+# clusters, worker and API processes, browsers, notebooks, benchmarks.
+FAST_PATHS = ("tests/experiments/", "tests/app/", "tests/client/", "tests/worker/", "tests/test_")
+PROCESS_FIXTURES = frozenset({"service", "worker", "stack", "ui_service"})
+_NOT_FAST_MODULES = ("tests/test_readme_quickstart.py", "tests/app/test_compose.py")
+
+
+# The modules that run the suite's lab cluster (`suite_lab_layout`), last and in this order: the
+# demo's first trial bootstraps it; test_galera ends by wiping it (its own bootstrap test).
+LAB_MODULES = (
+    "tests/integration/test_demo.py",
+    "tests/integration/test_lab.py",
+    "tests/integration/test_faults_cancel.py",
+    "tests/worker/test_wan_lab.py",
+    "tests/worker/test_galera.py",
+)
+
+
+def _lab_rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return LAB_MODULES.index(path) if path in LAB_MODULES else -1
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the fast tests (`make test-fast`); run the lab modules last, one after the other."""
+    items.sort(key=_lab_rank)
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (
+            path.startswith(FAST_PATHS)
+            and path not in _NOT_FAST_MODULES
+            and item.get_closest_marker("integration") is None
+            and not fixtures & PROCESS_FIXTURES
+        ):
+            item.add_marker(pytest.mark.fast)
 
 
 class ServiceMissingError(RuntimeError):
@@ -237,6 +278,29 @@ async def api(app_under_test: FastAPI, make_key: KeyMaker) -> AsyncIterator[Asyn
 def repo_root() -> Path:
     """The repository's top directory."""
     return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def suite_lab_layout() -> Iterator[LabLayout]:
+    """The suite's one lab cluster directory and ports, shared by the lab modules (`LAB_MODULES`)
+    so that its datadirs (the lab's credentials, the sysbench schemas) are made once: each module
+    brings the cluster to the size it needs and stops it at its end (`stopped_at_the_end`). Under
+    /var/tmp, since the mysql user must traverse every parent of a datadir, on free ports."""
+    base = Path("/var/tmp") / f"galera-doe-suite-{uuid.uuid4().hex[:8]}"
+    base.mkdir(mode=0o755)
+    shutil.chown(base, "mysql", "mysql")
+    layout = free_layout(base / "lab", max_nodes=4, gcache_size="32M")
+    yield layout
+    LabCluster(layout).reset()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def stopped_at_the_end(layout: LabLayout) -> Iterator[LabLayout]:
+    """A lab module's layout, the cluster stopped after it: the next module starts with no node
+    running, one site, no restart-only setting (the nodes start from the layout's own options)
+    and no dynamic variable a trial set; the datadirs and their schemas are kept."""
+    yield layout
+    LabCluster(layout).stop()
 
 
 # A simulated cluster whose nodes take at most 32 connections: trials beyond fail as

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +16,8 @@ import redis
 import yaml
 
 from app.services.api_keys import list_keys
-from worker.lab.layout import free_layout
+from worker.lab.layout import LabLayout
+from worker.lab.supervisor import LabCluster
 from worker.targets.lab import settings_of
 
 pytestmark = pytest.mark.integration
@@ -106,7 +105,9 @@ def test_an_interrupted_demo_stops_its_children(demo_broker: str, tmp_path: Path
         assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the demo"
 
 
-def test_the_demo_runs_on_a_real_lab_cluster(demo_broker: str, tmp_path: Path):
+def test_the_demo_runs_on_a_real_lab_cluster(
+    demo_broker: str, tmp_path: Path, suite_lab_layout: LabLayout
+):
     # The quickstart's shape at half its size (the simulated demo above runs the quickstart
     # file itself): nodes in whole plots, so the demo starts the cluster and resizes it once.
     spec = tmp_path / "small.yaml"
@@ -118,11 +119,10 @@ def test_the_demo_runs_on_a_real_lab_cluster(demo_broker: str, tmp_path: Path):
         "design: {kind: full_factorial, seed: 2026}\n"
         "objective: {response: tps}\n"
     )
-    base = Path("/var/tmp") / f"galera-doe-demo-{secrets.token_hex(4)}"
-    base.mkdir(mode=0o755)
-    shutil.chown(base, "mysql", "mysql")
-    layout = free_layout(base)
-    lab = settings_of(layout)
+    # The suite's lab, with no node running (tests/conftest.py runs this module first).
+    base = suite_lab_layout.base_dir
+    # Small schemas and no warm-up: the demo's output is checked, not its figures.
+    lab = settings_of(suite_lab_layout) | {"warmup_s": 0, "tables": 2, "table_size": 1000}
     targets = tmp_path / "targets.yaml"
     targets.write_text(
         yaml.safe_dump({"targets": [{"name": "lab", "kind": "lab", "settings": lab}]})
@@ -153,4 +153,4 @@ def test_the_demo_runs_on_a_real_lab_cluster(demo_broker: str, tmp_path: Path):
             if pid.isdigit() and Path(f"/proc/{pid}/cmdline").exists()
         )
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        LabCluster(suite_lab_layout).stop()  # what a failed demo may have left

@@ -1,7 +1,7 @@
 """Real trials: the API and a Celery worker run sysbench on a real local Galera cluster.
 
-The lab cluster gets a layout of its own (directory, ports) so it never meets a lab the
-developer runs; the same cluster is also declared as an `external` target.
+The lab cluster is the suite's (`suite_lab_layout`: a directory and ports of its own, so it
+never meets a lab the developer runs); the same cluster is also declared as an `external` target.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import contextlib
 import itertools
 import json
 import os
-import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,12 +25,13 @@ import yaml
 from app.config import Settings
 from client.http import Client
 from client.processes import running_service
+from experiments.galera.kinds import MIN_RUNTIME_S
 from experiments.galera.responses import MEASURED_RESPONSES
 from experiments.galera.variable_policy import SETTINGS_KEY
-from tests.conftest import clear_trial_queues
+from tests.conftest import clear_trial_queues, stopped_at_the_end
 from tests.integration.test_end_to_end import run_to_completion
 from tests.integration.test_optimization_loop import wait_for_loop
-from worker import galera_sql, sysbench
+from worker import galera_sql, sysbench, sysbench_output
 from worker.lab import layout as lab_layout
 from worker.lab import supervisor as lab_supervisor
 from worker.lab.cli import print_status
@@ -42,9 +41,11 @@ from worker.targets.lab import LabTarget, settings_of
 
 pytestmark = pytest.mark.integration
 
-RUNTIME_S = 10
+# These tests check that trials run and what they record, not how long or how steady: the
+# shortest trials the targets accept, with no warm-up.
+RUNTIME_S = MIN_RUNTIME_S
 TRIAL_SETTINGS = {
-    "warmup_s": 1,
+    "warmup_s": 0,
     "tables": 2,
     "table_size": 1000,
     "defaults": {"runtime_s": RUNTIME_S},
@@ -55,15 +56,9 @@ READ_ONLY = "innodb_page_size"
 
 
 @pytest.fixture(scope="module")
-def layout() -> Iterator[lab_layout.LabLayout]:
-    """A lab directory the mysql user can reach, and ports free of any other lab."""
-    base = Path("/var/tmp") / f"galera-doe-it-{secrets.token_hex(4)}"
-    base.mkdir(mode=0o755)
-    shutil.chown(base, "mysql", "mysql")
-    layout = lab_layout.free_layout(base)
-    yield layout
-    lab_supervisor.LabCluster(layout).stop()
-    shutil.rmtree(base, ignore_errors=True)
+def layout(suite_lab_layout: lab_layout.LabLayout) -> Iterator[lab_layout.LabLayout]:
+    """The suite's lab (tests/conftest.py), its cluster stopped after the module."""
+    yield from stopped_at_the_end(suite_lab_layout)
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +209,7 @@ def direct_tps(cluster: lab_supervisor.LabCluster, node: galera_sql.Node) -> flo
         done = subprocess.run(
             argv, capture_output=True, text=True, pass_fds=sysbench.inherited(secret)
         )
-    return sysbench.parse(done.stdout).tps
+    return sysbench_output.parse(done.stdout).tps
 
 
 def test_the_external_target_runs_on_a_declared_cluster(service: Client):
@@ -364,7 +359,7 @@ def test_every_sysbench_workload_prepares_and_runs(
     external_target: ExternalTarget, workload: str
 ) -> None:
     result = external_target.run(
-        {"workload": workload, "clients": 1, "threads_per_client": 2, "runtime_s": 10},
+        {"workload": workload, "clients": 1, "threads_per_client": 2, "runtime_s": RUNTIME_S},
         run_key=1,
     )
     assert result.responses["tps"] > 0 and result.responses["latency_p95_ms"] > 0
@@ -384,8 +379,8 @@ def test_load_on_one_node_leaves_the_other_to_replicate(
 
     before = questions()
     result = external_target.run(
-        {"workload": "oltp_read_write", "clients": 2, "threads_per_client": 2, "runtime_s": 10,
-         "load_nodes": 1},
+        {"workload": "oltp_read_write", "clients": 2, "threads_per_client": 2,
+         "runtime_s": RUNTIME_S, "load_nodes": 1},
         run_key=2,
     )  # fmt: skip
     after = questions()
@@ -394,14 +389,14 @@ def test_load_on_one_node_leaves_the_other_to_replicate(
     assert result.responses["tps"] > 0
     assert loaded > 10_000 and all(r < 200 for r in replicas), (loaded, replicas)
     with pytest.raises(InfeasibleError, match=r"load_nodes \(3\) cannot exceed nodes \(2\)"):
-        external_target.run({"nodes": 2, "load_nodes": 3, "runtime_s": 10}, run_key=3)
+        external_target.run({"nodes": 2, "load_nodes": 3, "runtime_s": RUNTIME_S}, run_key=3)
 
 
 def test_rw_mix_writers_on_two_nodes_abort_more_than_on_one(
     external_target: ExternalTarget,
 ) -> None:
     # The read/write ratio study's fact: certification conflicts come with several masters.
-    config = {"workload": "rw_mix", "clients": 2, "threads_per_client": 4, "runtime_s": 10,
+    config = {"workload": "rw_mix", "clients": 2, "threads_per_client": 4, "runtime_s": RUNTIME_S,
               "write_share": 1.0, "statements_per_trx": 4, "hot_rows": 20}  # fmt: skip
     one = external_target.run({**config, "load_nodes": 1}, run_key=4).responses
     two = external_target.run({**config, "load_nodes": 2}, run_key=5).responses
@@ -415,7 +410,7 @@ def test_tpcc_reports_notpm_and_rolls_back_about_one_new_order_in_a_hundred(
 ) -> None:
     result = external_target.run(
         {"workload": "tpcc", "warehouses": 1, "clients": 1, "threads_per_client": 4,
-         "runtime_s": 10, "load_nodes": 1},
+         "runtime_s": RUNTIME_S, "load_nodes": 1},
         run_key=6,
     )  # fmt: skip
     responses = result.responses
@@ -440,7 +435,7 @@ def test_a_script_error_fails_the_trial_with_the_scripts_message(
     started = time.monotonic()
     with pytest.raises(TargetError, match="hot set exhausted: 42"):
         external_target.run(
-            {"workload": "rw_mix", "clients": 1, "runtime_s": 10, "write_share": 0.5},
+            {"workload": "rw_mix", "clients": 1, "runtime_s": RUNTIME_S, "write_share": 0.5},
             run_key=7,
         )
     assert time.monotonic() - started < 30

@@ -1,16 +1,14 @@
 """The SQL client (`worker.galera_sql`) and the lab supervisor (`worker.lab.supervisor`) on real
 mariadbd processes: resize, rejoin, replication, variables, adoption. One file for both rooms:
-one cluster serves the module (bootstrapping costs seconds); each test brings it to the size it
-needs. It lives under /var/tmp (the mysql user must traverse every parent of a datadir, which a
-root-only pytest tmp dir does not allow) on random free ports, so it never meets a running lab
-or another test run.
+the suite's lab cluster (`suite_lab_layout` in tests/conftest.py: under /var/tmp, on free
+ports, so it never meets a running lab) serves the module; each test brings it to the size it
+needs. The last test stops it and wipes it: the bootstrap from nothing is tested here.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import stopped_at_the_end
 from worker.galera_sql import (
     Credentials,
     GaleraError,
@@ -31,7 +30,7 @@ from worker.galera_sql import (
     global_status,
     set_globals,
 )
-from worker.lab.layout import LabLayout, free_layout
+from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster
 
 pytestmark = pytest.mark.integration
@@ -40,20 +39,10 @@ MAX_NODES = 4
 
 
 @pytest.fixture(scope="module")
-def layout() -> Iterator[LabLayout]:
-    root = Path(f"/var/tmp/galera-doe-test-{uuid.uuid4().hex[:8]}")
-    root.mkdir(mode=0o755)
-    shutil.chown(root, "mysql", "mysql")
-    layout = free_layout(
-        root / "lab",
-        max_nodes=MAX_NODES,
-        cluster_name="galera_doe_test",
-        gcache_size="32M",
-        timeout_s=45.0,
-    )
-    yield layout
-    LabCluster(layout).reset()
-    shutil.rmtree(root, ignore_errors=True)
+def layout(suite_lab_layout: LabLayout) -> Iterator[LabLayout]:
+    """The suite's lab (tests/conftest.py), its cluster stopped after the module."""
+    assert suite_lab_layout.max_nodes >= MAX_NODES
+    yield from stopped_at_the_end(suite_lab_layout)
 
 
 @pytest.fixture(scope="module")

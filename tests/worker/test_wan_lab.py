@@ -1,7 +1,7 @@
 """Provider options, restart-only settings and two sites on the lab: real nodes, restarted one
 at a time, some in two network namespaces joined by the delay proxy.
 
-One lab serves the module (under /var/tmp on free ports, like tests/worker/test_galera.py);
+The suite's lab serves the module (`suite_lab_layout`, as in tests/worker/test_galera.py);
 the trials run through `LabTarget` itself, as the worker runs them.
 """
 
@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import stopped_at_the_end
 from worker.galera_sql import global_status, global_variables, provider_options
 from worker.lab.cli import print_status
-from worker.lab.layout import LabLayout, free_layout
+from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster
 from worker.targets.base import InfeasibleError
 from worker.targets.lab import LabTarget, settings_of
@@ -44,14 +43,9 @@ TRIAL = {
 
 
 @pytest.fixture(scope="module")
-def layout() -> Iterator[LabLayout]:
-    root = Path(f"/var/tmp/galera-doe-wan-{uuid.uuid4().hex[:8]}")
-    root.mkdir(mode=0o755)
-    shutil.chown(root, "mysql", "mysql")
-    layout = free_layout(root / "lab", max_nodes=3)
-    yield layout
-    LabCluster(layout).reset()
-    shutil.rmtree(root, ignore_errors=True)
+def layout(suite_lab_layout: LabLayout) -> Iterator[LabLayout]:
+    """The suite's lab (tests/conftest.py), its cluster stopped after the module."""
+    yield from stopped_at_the_end(suite_lab_layout)
 
 
 def trial_settings(layout: LabLayout) -> dict[str, Any]:
