@@ -70,7 +70,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 # clusters, worker and API processes, browsers, notebooks, benchmarks.
 FAST_PATHS = ("tests/experiments/", "tests/app/", "tests/client/", "tests/worker/", "tests/test_")
 PROCESS_FIXTURES = frozenset({"service", "worker", "stack", "ui_service"})
-_NOT_FAST_MODULES = ("tests/test_readme_quickstart.py", "tests/app/test_compose.py")
+# Also left to `make test`: what starts processes, and the slowest sweeps (schema fuzzing,
+# every plot rendered, searches of many rounds), several seconds of CPU each.
+NOT_FAST = (
+    "tests/test_readme_quickstart.py::",
+    "tests/app/test_compose.py::",
+    "tests/app/test_openapi_contract.py::",
+    "tests/app/test_schema_fuzz.py::",
+    "tests/app/test_plots_api.py::",
+    "tests/app/test_small_data.py::test_small_and_degenerate_data_get_an_answer_or_a_422",
+    "tests/experiments/test_plots.py::test_residual_standouts_are_labelled_with_their_trial",
+    "tests/experiments/test_suggest_bayes.py::test_a_leader_passed_over_for_its_uncertainty",
+    "tests/experiments/test_suggest_bayes.py::test_a_noisy_shape_is_never_fitted_as_all_noise",
+    "tests/experiments/test_suggest_bayes.py::test_minimize_finds_the_exact_integer_minimum",
+    "tests/experiments/test_suggest_bayes.py::test_a_latency_that_grows_by_factors_is_",
+    "tests/experiments/test_suggest_fidelity.py::test_where_the_length_changes_nothing_short",
+)
 
 
 # The modules that run the suite's lab cluster (`suite_lab_layout`), last and in this order: the
@@ -97,7 +112,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = set(getattr(item, "fixturenames", ()))
         if (
             path.startswith(FAST_PATHS)
-            and path not in _NOT_FAST_MODULES
+            and not item.nodeid.startswith(NOT_FAST)
             and item.get_closest_marker("integration") is None
             and not fixtures & PROCESS_FIXTURES
         ):
