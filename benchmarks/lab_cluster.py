@@ -30,7 +30,7 @@ from rich.table import Table
 from client.processes import ChildProcess, wait_until
 from worker.lab.layout import LabLayout, free_layout
 from worker.lab.supervisor import MARIADBD, LabCluster
-from worker.wan.routes import Delay
+from worker.lab.wan.routes import Delay
 
 NODES = 3
 TARGETS_S = {"grow": 20.0, "add": 10.0, "remove": 10.0, "restart": 10.0, "move": 40.0}

@@ -2,7 +2,7 @@
 
 Run `python -m benchmarks.wan_proxy` from the repository root. A child process serves an echo
 port and a sink port (which counts what it reads until EOF and answers the count) on loopback;
-three proxies (`python -m worker.wan.delay_proxy`, child processes started and stopped by pid)
+three proxies (`python -m worker.lab.wan.delay_proxy`, child processes started and stopped by pid)
 forward to both at rtt 0, 10 and 100 ms. The client is this process. The baseline, in the same
 run, is the direct connection to the same servers; the paths take turns, round after round, so
 that the load of whatever else runs on the machine falls on all of them alike.
@@ -40,7 +40,7 @@ from typing import NamedTuple
 from rich.console import Console
 from rich.table import Table
 
-from worker.wan.routes import Route
+from worker.lab.wan.routes import Route
 
 HOST = "127.0.0.1"
 RTTS_MS = (0.0, 10.0, 100.0)
@@ -129,7 +129,14 @@ def _proxy(rtt_ms: float, targets: Endpoint, workdir: Path) -> Iterator[Endpoint
     config, ready = workdir / f"proxy-{rtt_ms:g}.json", workdir / f"proxy-{rtt_ms:g}.ready"
     config.write_text(json.dumps({"routes": [asdict(r) for r in routes], "rtt_ms": rtt_ms}))
     process = subprocess.Popen(
-        [sys.executable, "-m", "worker.wan.delay_proxy", str(config), "--ready-file", str(ready)]
+        [
+            sys.executable,
+            "-m",
+            "worker.lab.wan.delay_proxy",
+            str(config),
+            "--ready-file",
+            str(ready),
+        ]
     )
     try:
         deadline = time.monotonic() + 10

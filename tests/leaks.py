@@ -21,7 +21,7 @@ RUN_MARK = "GALERA_DOE_TEST_RUN"
 # worker.lab.layout.LabLayout.namespace: gdoe<galera port base>s<site>.
 NAMESPACE_PREFIX = "gdoe"
 _KINDS = {"mariadbd": "lab node", "sysbench": "sysbench"}
-_DELAY_PROXY = "worker.wan.delay_proxy"
+_DELAY_PROXY = "worker.lab.wan.delay_proxy"
 
 
 def mark_this_run() -> str:

@@ -1,4 +1,4 @@
-"""The WAN delay proxy (`worker.wan.delay_proxy`) on real sockets: the delay it adds, order and
+"""The WAN delay proxy (`worker.lab.wan.delay_proxy`) on real sockets: the delay it adds, order and
 integrity under load, jitter, half-close, backpressure, a delay changed by SIGHUP, routes across
 network namespaces with the origin's address kept, and the command's exits.
 
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from worker.wan.delay_line import MAX_IN_FLIGHT
-from worker.wan.delay_proxy import serve
-from worker.wan.kernel import socket_in
-from worker.wan.routes import Delay, Route, RouteError, load_config
+from worker.lab.wan.delay_line import MAX_IN_FLIGHT
+from worker.lab.wan.delay_proxy import serve
+from worker.lab.wan.kernel import socket_in
+from worker.lab.wan.routes import Delay, Route, RouteError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -378,7 +378,7 @@ def start_main(request, config: dict, tmp_path: Path) -> tuple[subprocess.Popen,
     path, ready = tmp_path / "proxy.json", tmp_path / "proxy.ready"
     path.write_text(json.dumps(config))
     process = subprocess.Popen(
-        [sys.executable, "-m", "worker.wan.delay_proxy", str(path), "--ready-file", str(ready)],
+        [sys.executable, "-m", "worker.lab.wan.delay_proxy", str(path), "--ready-file", str(ready)],
         cwd=REPO,
         stderr=subprocess.PIPE,
         text=True,

@@ -25,10 +25,10 @@ from worker.galera_sql import global_status, global_variables, provider_options
 from worker.lab.cli import print_status
 from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster
+from worker.lab.wan.routes import Delay
+from worker.lab.wan.sites import Wan
 from worker.targets.base import InfeasibleError
 from worker.targets.lab import LabTarget, settings_of
-from worker.wan.routes import Delay
-from worker.wan.sites import Wan
 
 pytestmark = pytest.mark.integration
 
@@ -205,7 +205,7 @@ def test_lab_down_removes_nodes_proxy_and_namespaces_after_the_worker_was_killed
     # A worker that put the nodes on two sites dies without a word.
     script = (
         "import sys; from worker.lab.supervisor import LabCluster; "
-        "from worker.targets.lab import layout_from; from worker.wan.routes import Delay; "
+        "from worker.targets.lab import layout_from; from worker.lab.wan.routes import Delay; "
         "import json; lab = LabCluster(layout_from(json.loads(sys.argv[1]))); "
         "lab.place(2, Delay(rtt_ms=20)); lab.resize(2); print('up', flush=True); "
         "import time; time.sleep(600)"

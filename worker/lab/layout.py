@@ -33,7 +33,7 @@ class LabLayout:
     With `sites` = 2 the nodes alternate between two sites (node 1 in site 1, node 2 in site 2,
     ...), each site a network namespace of its own: node i listens on 127.10.0.i there (unique
     addresses, so that a node's address means the same node in every namespace) and is in the
-    Galera segment of its site; `worker.wan` joins the sites through a delay.
+    Galera segment of its site; `worker.lab.wan` joins the sites through a delay.
     """
 
     base_dir: Path = Path("/var/lib/galera-doe/lab")

@@ -42,8 +42,8 @@ from worker.galera_sql import (
 from worker.lab import datadirs, procfs, state
 from worker.lab.layout import LAB_LAYOUT, SERVER_USER, LabLayout, port_busy
 from worker.lab.state import alive
-from worker.wan.routes import Delay
-from worker.wan.sites import Wan
+from worker.lab.wan.routes import Delay
+from worker.lab.wan.sites import Wan
 
 log = logging.getLogger(__name__)
 

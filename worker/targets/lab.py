@@ -2,7 +2,7 @@
 
 The worker starts it on the first trial, resizes it to each trial's node count (joins by
 SST/IST, clean shutdown of the last nodes) and reuses it between trials; a trial on two sites
-moves the nodes into two network namespaces joined by an emulated WAN (`worker.wan`). `recover`
+moves the nodes into two network namespaces joined by an emulated WAN (`worker.lab.wan`). `recover`
 resets it after a failed trial, `close` stops it when the worker exits.
 """
 
@@ -16,10 +16,10 @@ from experiments.galera.kinds import CLUSTER_FACTORS, WAN_FACTORS
 from worker import galera_sql
 from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster
+from worker.lab.wan.routes import Delay
 from worker.targets.base import InfeasibleError
 from worker.targets.cluster import ClusterTarget
 from worker.targets.trial_plan import TrialPlan
-from worker.wan.routes import Delay
 
 # The values the trials' settings replaced, to set back (`worker.targets.restore`).
 RESTORE_FILE = "restore.json"

@@ -8,7 +8,7 @@ origin. Each chunk read is written out one-way delay later on a pipelined delay 
 one direction never reorder, reading goes on while earlier chunks wait), so the delay costs
 latency, not throughput.
 
-Run `python -m worker.wan.delay_proxy CONFIG.json [--ready-file PATH]`; CONFIG is
+Run `python -m worker.lab.wan.delay_proxy CONFIG.json [--ready-file PATH]`; CONFIG is
 {"routes": [{Route fields}...], "rtt_ms": .., "jitter_ms": ..}. PATH receives
 {"rtt_ms": .., "jitter_ms": ..} once every route listens, and again after each SIGHUP, which
 re-reads the delay from CONFIG (the routes stay). SIGTERM or SIGINT closes every socket and exits
@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from worker.wan import kernel
-from worker.wan.delay_line import Clock, Pipe
-from worker.wan.routes import Delay, Route, RouteError, load_config
+from worker.lab.wan import kernel
+from worker.lab.wan.delay_line import Clock, Pipe
+from worker.lab.wan.routes import Delay, Route, RouteError, load_config
 
 
 def _address(host: str, port: int) -> tuple[int, tuple[object, ...]]:
@@ -134,11 +134,11 @@ async def _run(config: Path, routes: list[Route], delay: Delay, ready_file: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m worker.wan.delay_proxy CONFIG.json [--ready-file PATH]`: serve the routes
+    """`python -m worker.lab.wan.delay_proxy CONFIG.json [--ready-file PATH]`: serve the routes
     until SIGTERM or SIGINT (exit 0); exit 2 when the config is invalid or a route cannot
     listen."""
     parser = argparse.ArgumentParser(
-        prog="python -m worker.wan.delay_proxy",
+        prog="python -m worker.lab.wan.delay_proxy",
         description="Forward TCP routes, delaying each direction by half the round trip.",
     )
     parser.add_argument("config", type=Path, help='{"routes": [...], "rtt_ms", "jitter_ms"}')

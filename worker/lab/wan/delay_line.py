@@ -19,8 +19,8 @@ import socket
 from collections import deque
 from collections.abc import Callable
 
-from worker.wan import kernel
-from worker.wan.routes import NO_DELAY, Delay, Route
+from worker.lab.wan import kernel
+from worker.lab.wan.routes import NO_DELAY, Delay, Route
 
 MAX_IN_FLIGHT = 8 * 1024 * 1024
 """Bytes one direction of a connection may hold in its delay line before it stops reading."""

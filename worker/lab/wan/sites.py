@@ -33,7 +33,7 @@ from typing import Any
 from worker.galera_sql import GaleraError
 from worker.lab import procfs
 from worker.lab.layout import LabLayout
-from worker.wan.routes import Delay, Route
+from worker.lab.wan.routes import Delay, Route
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class Wan:
                 [
                     sys.executable,
                     "-m",
-                    "worker.wan.delay_proxy",
+                    "worker.lab.wan.delay_proxy",
                     str(self._config),
                     "--ready-file",
                     str(self._ready),
