@@ -67,3 +67,37 @@ def test_a_circle_is_found():
     graph.add_import(importer="a.runs.execution", imported="a.loop")
     graph.add_import(importer="a.runs.execution", imported="a.store")
     assert import_circles(graph) == [["a.loop", "a.runs", "a.runs.execution"]]
+
+
+def foreign_imports(graph: grimp.ImportGraph, package: str, allowed: str) -> list[str]:
+    """The imports of `package`'s modules that are neither the standard library nor `allowed`
+    (a graph built with its external packages, each squashed to its top-level name)."""
+    modules = {package} | graph.find_descendants(package)
+    return sorted(
+        f"{module} imports {imported}"
+        for module in modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.split(".")[0] not in sys.stdlib_module_names | {allowed}
+    )
+
+
+def test_experiments_galera_imports_only_the_standard_library_and_experiments(
+    repo_root: Path, monkeypatch
+):
+    # Stricter than its import-linter contract, which can only forbid the packages it names.
+    monkeypatch.syspath_prepend(str(repo_root))
+    graph = grimp.build_graph("experiments", include_external_packages=True)
+    assert foreign_imports(graph, "experiments.galera", "experiments") == []
+
+
+def test_a_foreign_import_is_found():
+    graph = grimp.ImportGraph()
+    for module in ("e", "e.galera", "e.galera.kinds", "e.factors"):
+        graph.add_module(module)
+    graph.add_module("yaml", is_squashed=True)
+    graph.add_module("math", is_squashed=True)
+    graph.add_import(importer="e.galera.kinds", imported="e.factors")
+    graph.add_import(importer="e.galera.kinds", imported="math")
+    graph.add_import(importer="e.galera.kinds", imported="yaml")
+    graph.add_import(importer="e.factors", imported="yaml")
+    assert foreign_imports(graph, "e.galera", "e") == ["e.galera.kinds imports yaml"]
