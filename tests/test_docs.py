@@ -102,22 +102,28 @@ def layout_directories() -> list[str]:
     return listed
 
 
+def tracked_files() -> list[str]:
+    """Every file git tracks (a directory left behind by a move holds none)."""
+    listing = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return listing.stdout.splitlines()
+
+
 def packages() -> set[str]:
     """The directories right under app, worker, experiments and client that hold tracked
     files: the packages the layout must name."""
-    tracked = subprocess.run(
-        ["git", "ls-files", "app", "worker", "experiments", "client"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    return {"/".join(path.split("/")[:2]) + "/" for path in tracked if path.count("/") >= 2}
+    return {
+        "/".join(path.split("/")[:2]) + "/"
+        for path in tracked_files()
+        if path.startswith(("app/", "worker/", "experiments/", "client/")) and path.count("/") >= 2
+    }
 
 
 def test_the_layout_lists_the_real_tree():
     listed = layout_directories()
-    missing = [path for path in listed if not (ROOT / path).is_dir()]
+    tracked = tracked_files()
+    missing = [path for path in listed if not any(file.startswith(path) for file in tracked)]
     assert not missing, f"the README's layout lists directories that do not exist: {missing}"
     unlisted = sorted(
         package for package in packages() if not any(path.startswith(package) for path in listed)
@@ -131,3 +137,17 @@ def test_every_make_target_the_readme_names_exists():
     named = set(re.findall(r"`make ([a-z][\w-]*)`|^make ([a-z][\w-]*)", README.read_text(), re.M))
     missing = sorted({first or second for first, second in named} - targets)
     assert not missing, f"README.md names make targets the Makefile lacks: {missing}"
+
+
+REPO_PATH = re.compile(
+    r"`((?:app|worker|experiments|client|tests|benchmarks|deploy|notebooks|data|migrations"
+    r"|scripts|docs)/[\w./-]*)`"
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_every_file_the_docs_name_is_tracked(page: Path):
+    tracked = tracked_files()
+    named = set(REPO_PATH.findall(page.read_text()))
+    missing = sorted(path for path in named if not any(f.startswith(path) for f in tracked))
+    assert not missing, f"{page.relative_to(ROOT)} names files git does not track: {missing}"
