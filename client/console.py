@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from client.cells import config_text, facts_table, listed, num, shorten, sig
 from client.http import Client
 from experiments.numbers import format_value, significant
 
@@ -25,13 +26,6 @@ FINAL_EXPERIMENT_STATUSES = frozenset({"completed", "cancelled"})
 TRIAL_STATUSES = ("pending", "queued", "running", "succeeded", "failed", "cancelled")
 # Factor names up to this long stay whole in a narrow table; longer ones become initials.
 SHORT_NAME = 6
-RANKED_LEGEND = (
-    "effect at centre: the change from low to high with the other factors at the centre of"
-    " their ranges (twice the coded coefficient of a numeric factor); change at optimum: the"
-    " same with the others at the predicted optimum, the number the explanation states; share"
-    " of SS: what the model loses without every term of the factor (an interaction counts for"
-    " each of its factors, so the shares overlap and need not add up to 100)"
-)
 
 
 class SpecFileError(ValueError):
@@ -198,7 +192,7 @@ def print_experiment(console: Console, experiment: Mapping[str, Any]) -> None:
     else:
         console.print(
             f"best so far: trial {best['trial_id']}, {escape(objective['response'])} "
-            f"{best['value']:.1f} at {escape(_settings(best['config']))}"
+            f"{best['value']:.1f} at {escape(config_text(best['config']))}"
         )
     print_design_notes(console, experiment)
     if experiment.get("optimization") is not None:
@@ -213,7 +207,7 @@ def print_design_notes(console: Console, experiment: Mapping[str, Any]) -> None:
 
 def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
     """The closed optimization loop: status, stage, rounds, budget used, why it stopped."""
-    table = _facts(f"Optimization loop {loop['id']}")
+    table = facts_table(f"Optimization loop {loop['id']}")
     stop_rule = loop.get("stop_when_expected_improvement_below")
     timed = loop.get("budget_seconds")
     rows = [
@@ -224,10 +218,10 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
         ("trials used", f"{loop['trials_used']} of {loop['budget']} (batch {loop['batch_size']})"),
         (
             "trial time used",
-            None if timed is None else f"{_sig(loop.get('seconds_used'), 4)} of {_sig(timed, 6)} s",
+            None if timed is None else f"{sig(loop.get('seconds_used'), 4)} of {sig(timed, 6)} s",
         ),
-        ("last expected improvement", _sig(loop.get("expected_improvement"), 4)),
-        ("stop when improvement below", _sig(stop_rule, 4)),
+        ("last expected improvement", sig(loop.get("expected_improvement"), 4)),
+        ("stop when improvement below", sig(stop_rule, 4)),
         ("replicates", "nodes restarted first" if loop.get("restart_replicates") else None),
         ("explanation", loop.get("explanation")),
         ("stop reason", loop.get("stop_reason")),
@@ -246,9 +240,9 @@ def print_optimization(console: Console, loop: Mapping[str, Any]) -> None:
 
 def _recommended(found: Mapping[str, Any]) -> str:
     """The loop's recommendation in one line: where, what the model predicts, how often run."""
-    spread = "" if found.get("uncertainty") is None else f" ± {_sig(found['uncertainty'], 3)}"
+    spread = "" if found.get("uncertainty") is None else f" ± {sig(found['uncertainty'], 3)}"
     return (
-        f"{_settings(found['config'])}: predicted {_sig(found['predicted'], 4)}{spread}"
+        f"{config_text(found['config'])}: predicted {sig(found['predicted'], 4)}{spread}"
         f" ({found['runs']} run(s))"
     )
 
@@ -273,8 +267,8 @@ def print_trials(
             str(trial["id"]),
             str(trial["run_order"]),
             trial["status"],
-            escape(_settings(trial["config"])),
-            _num(value),
+            escape(config_text(trial["config"])),
+            num(value),
             str(trial["attempts"]),
             escape(shorten(trial.get("error"))),
         )
@@ -299,9 +293,9 @@ def print_design(console: Console, design: Mapping[str, Any]) -> None:
     _print_quality(console, design)
     family = design.get("family") or {}
     if family:
-        facts = _facts(f"{design['kind']} facts")
+        facts = facts_table(f"{design['kind']} facts")
         for name, value in family.items():
-            facts.add_row(escape(str(name)), escape(_listed(value)))
+            facts.add_row(escape(str(name)), escape(listed(value)))
         console.print(facts)
     for note in design.get("notes") or []:
         console.print(f"note: {escape(note)}")
@@ -349,13 +343,13 @@ def _print_run_table(console: Console, design: Mapping[str, Any]) -> None:
 def _print_quality(console: Console, design: Mapping[str, Any]) -> None:
     """The design's quality report for its model, with the aliases of each term."""
     quality = design.get("quality") or {}
-    report = _facts(f"Quality for the {design['model']} model")
+    report = facts_table(f"Quality for the {design['model']} model")
     rows = [
         ("runs", quality.get("runs", design["runs"])),
         ("parameters", quality.get("parameters")),
         ("residual df", quality.get("residual_df")),
-        ("D-efficiency", _num(quality.get("d_efficiency"), ".1f")),
-        ("max VIF", _sig(quality.get("max_vif"), 3)),
+        ("D-efficiency", num(quality.get("d_efficiency"), ".1f")),
+        ("max VIF", sig(quality.get("max_vif"), 3)),
         ("not estimable", ", ".join(quality.get("not_estimable") or []) or "none"),
         ("removed by constraints", design.get("removed_by_constraints", 0)),
     ]
@@ -363,55 +357,8 @@ def _print_quality(console: Console, design: Mapping[str, Any]) -> None:
         if value is not None:
             report.add_row(name, escape(str(value)))
     for term, aliases in (quality.get("aliased_with") or {}).items():
-        report.add_row(f"{escape(term)} aliased with", escape(_listed(aliases)))
+        report.add_row(f"{escape(term)} aliased with", escape(listed(aliases)))
     console.print(report)
-
-
-def print_analysis(
-    console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
-) -> None:
-    """The whole model, after what the runs cover and the one answer to deploy: fit
-    statistics, coefficients, ranked factors, the model's predicted optimum with its
-    intervals, the stationary point, and the explanation."""
-    console.print(
-        f"[bold]{escape(analysis['response'])}[/] ~ {escape(analysis['model_label'])}; from "
-        f"{analysis['trials_used']} trials ({analysis['trials_failed']} failed, left out); "
-        f"{escape(str(analysis.get('method') or 'ordinary least squares'))}"
-    )
-    warnings = _print_coverage(console, analysis)
-    print_deploy(console, analysis.get("deploy"))
-    _print_fit(console, analysis)
-    _print_coefficients(console, analysis)
-    selection = analysis.get("selection")
-    if selection and selection.get("dropped"):
-        dropped = ", ".join(selection["dropped"])
-        console.print(f"terms dropped by {selection['criterion']}: {escape(dropped)}")
-    _print_ranked(console, analysis)
-    _print_optimum(console, experiment, analysis)
-    canonical = analysis.get("canonical")
-    if canonical and canonical.get("nature"):
-        console.print(escape(stationary_sentence(canonical)))
-    explanation = analysis.get("explanation") or {}
-    for sentence in explanation.get("sentences") or []:
-        if sentence not in warnings:  # printed first
-            console.print(escape(sentence))
-
-
-def print_results(
-    console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
-) -> None:
-    """The short report at the end of a run: what the runs cover, the one answer to deploy with
-    the other candidates labelled (the model's predicted optimum, the best single run), the
-    ranked factors and how well the model fits."""
-    _print_coverage(console, analysis)
-    print_deploy(console, analysis.get("deploy"))
-    _print_ranked(console, analysis)
-    console.print(
-        f"R² {_num(analysis['r_squared'], '.3f')}  "
-        f"adj. R² {_num(analysis['adj_r_squared'], '.3f')}  "
-        f"RMSE {_num(analysis['rmse'])}  from {analysis['trials_used']} trials "
-        f"({analysis['trials_failed']} failed, left out)"
-    )
 
 
 def print_plan(console: Console, experiment: Mapping[str, Any], plan: Mapping[str, Any]) -> None:
@@ -440,232 +387,10 @@ def print_plan(console: Console, experiment: Mapping[str, Any], plan: Mapping[st
         table.add_row(
             str(suggestion["id"]),
             suggestion["point_type"],
-            escape(_settings(suggestion["config"])),
-            _num(suggestion.get("predicted")),
-            _num(suggestion.get("uncertainty")),
+            escape(config_text(suggestion["config"])),
+            num(suggestion.get("predicted")),
+            num(suggestion.get("uncertainty")),
             escape(suggestion.get("predicted_by") or ""),
             "as above" if reason == plan["explanation"] else escape(reason),
         )
     console.print(table)
-
-
-def print_deploy(console: Console, answer: Mapping[str, Any] | None) -> None:
-    """The one answer to deploy, with its evidence and why, then the other configurations
-    named, each as what it is (the model's predicted optimum, the best single run)."""
-    if answer is None:
-        console.print("deploy: nothing yet (no run has measured the objective)")
-        return
-    console.print(f"[bold]{escape(answer['summary'])}[/]")
-    console.print(f"why: {escape(answer['reason'])}")
-    for caveat in answer.get("caveats") or []:
-        console.print(f"[bold]note:[/] {escape(caveat)}")
-    alternatives = answer.get("alternatives") or []
-    if alternatives:
-        console.print("not the answer, for comparison:")
-        for other in alternatives:
-            console.print(f"  {escape(other['label'])}: {escape(other['summary'])}")
-
-
-def _print_coverage(console: Console, analysis: Mapping[str, Any]) -> list[str]:
-    """What the runs do not cover yet (a design cut short, terms not yet estimable), first;
-    returns the sentences printed."""
-    sentences = list((analysis.get("coverage") or {}).get("sentences") or [])
-    for sentence in sentences:
-        console.print(f"[bold]warning:[/] {escape(sentence)}")
-    return sentences
-
-
-def optimum_label(analysis: Mapping[str, Any]) -> str:
-    """What the predicted optimum is beside the answer to deploy."""
-    answer = analysis.get("deploy")
-    if answer is None:
-        return "a prediction of the model"
-    if answer["config"] == analysis["optimum"]["config"]:
-        return "it is also the configuration to deploy"
-    # The deploy answer's own fit is of the objective: an analysis of another response has
-    # another optimum, which the answer does not list.
-    labels = [a["label"] for a in answer["alternatives"] if a["kind"] == "predicted_optimum"]
-    what = labels[0] if labels else "a prediction of the model"
-    return f"{what}: not the configuration to deploy"
-
-
-def _print_fit(console: Console, analysis: Mapping[str, Any]) -> None:
-    fit = analysis.get("fit") or {}
-    table = _facts("Fit")
-    rows = [
-        ("observations", fit.get("n_observations", analysis.get("n_observations"))),
-        ("parameters", fit.get("n_parameters")),
-        ("residual df", fit.get("residual_df", analysis.get("residual_df"))),
-        ("R²", _num(analysis.get("r_squared"), ".4f")),
-        ("adjusted R²", _num(analysis.get("adj_r_squared"), ".4f")),
-        ("predicted R²", _num(fit.get("predicted_r_squared"), ".4f")),
-        ("RMSE", _sig(analysis.get("rmse"), 4)),
-        ("AICc", _sig(fit.get("aicc"), 4)),
-    ]
-    lack_of_fit = analysis.get("lack_of_fit") or {}
-    if lack_of_fit.get("p_value") is not None:
-        rows.append(("lack of fit p", _p(lack_of_fit["p_value"])))
-    curvature = analysis.get("curvature") or {}
-    if curvature.get("p_value") is not None:
-        rows.append(("curvature p", _p(curvature["p_value"])))
-    for name, value in rows:
-        if value is not None:
-            table.add_row(name, str(value))
-    console.print(table)
-
-
-def _print_coefficients(console: Console, analysis: Mapping[str, Any]) -> None:
-    table = Table(title="Coefficients (coded units)")
-    for name in ("term", "coefficient", "SE", "t", "p", "95% CI"):
-        table.add_column(
-            name,
-            justify="left" if name == "term" else "right",
-            overflow="fold" if name == "term" else "ellipsis",
-            no_wrap=name != "term",
-        )
-    for term in analysis.get("terms") or []:
-        table.add_row(
-            escape(term["name"]),
-            _sig(term["coefficient"], 4),
-            _sig(term.get("std_error"), 3),
-            _sig(term.get("t"), 3),
-            _p(term.get("p_value")),
-            escape(f"[{_sig(term.get('ci_low'), 4)}, {_sig(term.get('ci_high'), 4)}]"),
-        )
-    console.print(table)
-
-
-def _print_ranked(console: Console, analysis: Mapping[str, Any]) -> None:
-    response = analysis["response"]
-    table = Table(
-        title=f"Factors ranked by effect on {escape(response)} ({analysis['model']} model)"
-    )
-    table.add_column("factor")
-    table.add_column("effect at centre", justify="right")
-    table.add_column("change at optimum", justify="right")
-    table.add_column("share of SS %", justify="right")
-    table.add_column("p", justify="right")
-    for item in analysis["ranked_factors"]:
-        if item["settings_run"] < 2:
-            table.add_row(escape(item["factor"]), "never varied", "", "", "")
-        elif not item["in_model"]:
-            table.add_row(escape(item["factor"]), "not in the model", "", "", "")
-        else:
-            table.add_row(
-                escape(item["factor"]),
-                f"{item['effect']:+.1f}",
-                f"{item['change_at_optimum']:+.1f}",
-                _num(item.get("share_of_ss")),
-                _p(item.get("p_value")),
-            )
-    console.print(table)
-    console.print(escape(RANKED_LEGEND), style="dim")
-
-
-def _left_out(analysis: Mapping[str, Any]) -> set[str]:
-    """The factors the model left out (AICc dropped every term): nothing was estimated or
-    tested, and their setting in the optimum is arbitrary."""
-    return {item["factor"] for item in analysis["ranked_factors"] if not item["in_model"]}
-
-
-def _print_optimum(
-    console: Console, experiment: Mapping[str, Any], analysis: Mapping[str, Any]
-) -> None:
-    response = analysis["response"]
-    optimum = analysis["optimum"]
-    units = {f["name"]: f.get("unit") or "" for f in experiment["factors"]}
-    table = Table(
-        title=f"The model's predicted optimum ({experiment['objective']['goal']}"
-        f" {escape(response)})",
-        caption=escape(optimum_label(analysis)),
-    )
-    table.add_column("factor")
-    table.add_column("value", justify="right")
-    table.add_column("unit")
-    left_out = _left_out(analysis)
-    fixed = {item["factor"] for item in analysis["ranked_factors"] if item["settings_run"] < 2}
-    for name, value in optimum["config"].items():
-        note = (
-            " (the only setting run)"
-            if name in fixed
-            else " (not in the model: any)"
-            if name in left_out
-            else ""
-        )
-        table.add_row(escape(name), escape(format_value(value) + note), escape(units.get(name, "")))
-    console.print(table)
-    console.print(
-        f"predicted {escape(response)} {optimum['predicted']:.1f}  "
-        f"95% CI \\[{_num(optimum['ci_low'])}, {_num(optimum['ci_high'])}]  "
-        f"95% PI \\[{_num(optimum['pi_low'])}, {_num(optimum['pi_high'])}]"
-    )
-    if optimum.get("on_edge"):
-        console.print(
-            f"on the edge of the region: {escape(_ends(optimum['on_edge']))} "
-            "(consider widening the range)"
-        )
-
-
-def _ends(on_edge: Mapping[str, str]) -> str:
-    """E.g. "threads (high), nodes (low)"."""
-    return ", ".join(f"{name} ({end})" for name, end in on_edge.items())
-
-
-def _facts(title: str) -> Table:
-    """A two-column table of names and values."""
-    table = Table(title=title, show_header=False)
-    table.add_column("name", style="bold")
-    table.add_column("value")
-    return table
-
-
-def shorten(text: str | None, width: int = 60) -> str:
-    """The first line of `text`, cut to `width` characters with an ellipsis."""
-    if not text:
-        return ""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def _settings(config: Mapping[str, Any], sep: str = " ") -> str:
-    return sep.join(f"{name}={format_value(value)}" for name, value in config.items())
-
-
-def _listed(value: object) -> str:
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}: {_listed(v)}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return ", ".join(_listed(v) for v in value)
-    return format_value(value)
-
-
-def _num(value: float | None, spec: str = ".1f") -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def _sig(value: float | None, digits: int) -> str:
-    """`value` to `digits` significant digits, written out in full (never 1.49e+03)."""
-    return "n/a" if value is None else significant(value, digits)
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return "< 0.001" if value < 0.001 else f"{value:.3g}"
-
-
-def stationary_sentence(canonical: Mapping[str, Any]) -> str:
-    """The canonical analysis in one line. A ridge is placed by its point nearest the centre;
-    a surface with no single stationary point says so instead of naming none."""
-    nature = canonical["nature"]
-    if nature == "ridge" and canonical.get("ridge_point_natural"):
-        across = f", a {canonical['ridge_of']} across it" if canonical.get("ridge_of") else ""
-        return (
-            f"stationary point: a ridge{across}; its point nearest the centre is at"
-            f" {_settings(canonical['ridge_point_natural'])}"
-        )
-    point = canonical.get("stationary_natural")
-    if not point:
-        return f"stationary point: none (the surface is a {nature} with no single stationary point)"
-    where = "inside" if canonical.get("inside") else "outside"
-    return f"stationary point: a {nature} {where} the region at {_settings(point)}"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from client.console import follow, load_spec, print_results
+from client.analysis_view import print_results
+from client.console import follow, load_spec
 from client.processes import running_service
 
 CATALOG = Path(__file__).resolve().parents[1] / "experiments" / "catalog"

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.console import RANKED_LEGEND, optimum_label
+from client.analysis_view import RANKED_LEGEND, optimum_label
 from client.http import ApiError, Client
 from experiments.numbers import format_value, measured
 

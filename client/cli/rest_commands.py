@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from client import analysis_view
 from client import console as show
 from client.cli.base import (
     CommandError,
@@ -137,7 +138,7 @@ def _start_and_follow(
     except ApiError as error:  # e.g. every trial failed: the run still ended
         console.print(f"no analysis: {error}", markup=False)
         return
-    show.print_results(console, final, analysis)
+    analysis_view.print_results(console, final, analysis)
 
 
 @cli.command()
@@ -183,7 +184,7 @@ def analysis(
     with api_client(ctx) as client:
         experiment = client.experiment(experiment_id)
         report = client.analysis(experiment_id, response=response, model=model)
-        show.print_analysis(stdout(), experiment, report)
+        analysis_view.print_analysis(stdout(), experiment, report)
 
 
 @cli.command()
@@ -291,7 +292,7 @@ def _follow_loop(
     except ApiError as error:
         console.print(f"no analysis: {error}", markup=False)
         return
-    show.print_results(console, final, analysis)
+    analysis_view.print_results(console, final, analysis)
 
 
 @design_cli.command("preview")

@@ -77,7 +77,7 @@ def test_a_factor_the_model_left_out_is_said_to_be_so_not_given_an_effect_of_zer
 
     from rich.console import Console
 
-    from client.console import _print_optimum, _print_ranked
+    from client.analysis_view import _print_optimum, _print_ranked
 
     analysis = {
         "response": "tps",
@@ -129,7 +129,7 @@ def test_the_optimum_names_each_factor_at_an_edge_with_its_end():
 
     from rich.console import Console
 
-    from client.console import _print_optimum
+    from client.analysis_view import _print_optimum
 
     experiment = {
         "objective": {"goal": "maximize"},
@@ -182,7 +182,7 @@ def _printed(function, *args) -> str:
 
 
 def test_the_results_show_one_answer_to_deploy_first_and_the_others_as_what_they_are():
-    from client.console import print_results
+    from client.analysis_view import print_results
 
     analysis = {
         "response": "tps",
@@ -215,7 +215,7 @@ def test_the_results_show_one_answer_to_deploy_first_and_the_others_as_what_they
 
 
 def test_the_effects_table_shows_the_number_the_sentence_states_and_says_what_each_is():
-    from client.console import _print_ranked
+    from client.analysis_view import _print_ranked
 
     analysis = {
         "response": "tps",
