@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.lab import procfs
+
 RUN_MARK = "GALERA_DOE_TEST_RUN"
 # worker.lab.layout.LabLayout.namespace: gdoe<galera port base>s<site>.
 NAMESPACE_PREFIX = "gdoe"
@@ -42,13 +44,6 @@ class Leftover:
         return f"{self.kind} {f'pid {self.pid} ' if self.pid else ''}{self.what}"
 
 
-def _argv(pid: str) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-
-
 def _marked(pid: str, mark: str) -> bool:
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -69,7 +64,7 @@ def processes(mark: str) -> list[Leftover]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        argv = _argv(entry.name)
+        argv = procfs.argv(int(entry.name))
         kind = _kind(argv)
         if kind is not None and _marked(entry.name, mark):
             found.append(Leftover(kind, int(entry.name), " ".join(argv).strip()))
