@@ -67,23 +67,17 @@ def suggest(
     can still afford (None: unlimited); `auto` chooses its path by it. `time_left` is the share
     of a budget of trial time not yet spent (None: no such budget).
     """
-    return _fitted(strategy, problem, runs, count, budget, time_left).suggest(count)
+    kind = _strategy(strategy, count)
+    return kind(problem, budget=budget, time_left=time_left).fit(runs).suggest(count)
 
 
-def _fitted(
-    strategy: str,
-    problem: Problem,
-    runs: Runs,
-    count: int,
-    budget: int | None,
-    time_left: float | None,
-) -> Strategy:
-    """The strategy named `strategy`, checked, fitted to the runs."""
+def _strategy(strategy: str, count: int) -> type[Strategy]:
+    """The strategy named `strategy`, once it and the batch size `count` are checked."""
     if strategy not in STRATEGIES:
         raise DomainError("strategy", f"must be one of {', '.join(STRATEGIES)}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
         raise DomainError("count", f"must be a whole number from 1 to {MAX_COUNT}")
-    return STRATEGIES[strategy](problem, budget=budget, time_left=time_left).fit(runs)
+    return STRATEGIES[strategy]
 
 
 def next_batch(
@@ -111,11 +105,13 @@ def next_batch(
     elif time_left is not None and time_left <= 0:
         used_up = "the budget of trial time is used up"
     count = batch_size if budget_left is None else max(1, min(batch_size, budget_left))
-    fitted = _fitted(strategy, problem, runs, count, budget_left, time_left)
+    kind = _strategy(strategy, count)
     if used_up is not None:
-        plan = Plan(strategy, DONE, used_up, [], stop_reason=used_up)
-    else:
-        plan = fitted.suggest(count)
+        # Nothing to suggest: the judge alone gives the recommendation, no search is fitted.
+        found = recommendation(problem, runs)
+        return Plan(strategy, DONE, used_up, [], stop_reason=used_up, recommendation=found)
+    fitted = kind(problem, budget=budget_left, time_left=time_left).fit(runs)
+    plan = fitted.suggest(count)
     if plan.recommendation is None:
         plan = dataclasses.replace(plan, recommendation=fitted.recommend())
     if plan.stop_reason is not None:
