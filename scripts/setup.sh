@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium and chromium-driver: the dashboard's browser tests (Playwright on the system browser).
+# openssh-server: the `ssh` target's tests run its sshd in network namespaces (never the service).
 APT_PACKAGES=(redis-server mariadb-server mariadb-client galera-4 sysbench rsync chromium
-    chromium-driver)
+    chromium-driver openssh-server)
 PYTHON=${PYTHON:-python3}
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
