@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.analysis.optimize import check_desirability
+from experiments.desirability_settings import check_desirability
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN
 from experiments.goals import check_goal, check_scale, default_scale

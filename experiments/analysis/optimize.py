@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from experiments.constraints import Constraint, satisfied_rows
+from experiments.desirability_settings import DESIRABILITY_GOALS, check_desirability, finite
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
 from experiments.goals import GOALS, check_goal
@@ -47,7 +48,6 @@ __all__ = [
     "overall_desirability",
 ]
 
-DESIRABILITY_GOALS: tuple[str, ...] = ("maximize", "minimize", "target")
 BOUND_OPERATORS: tuple[str, ...] = ("<=", ">=")
 
 # Main-effect columns (one row per point) -> one prediction per row.
@@ -70,7 +70,7 @@ class ResponseBound:
             raise DomainError(
                 "objective.constraints", f"{self.response}: operator must be <= or >="
             )
-        if not _finite(self.limit):
+        if not finite(self.limit):
             raise DomainError("objective.constraints", f"{self.response}: limit must be finite")
 
     @property
@@ -106,7 +106,7 @@ class DesirabilityGoal:
         check_desirability(
             self.goal, self.low, self.high, self.target, self.weight, self.weight_high
         )
-        if not (_finite(self.importance) and self.importance > 0):
+        if not (finite(self.importance) and self.importance > 0):
             raise DomainError("objective.desirability", "importance must be above 0")
 
     def of(self, predicted: float | np.ndarray) -> float | np.ndarray:
@@ -400,36 +400,8 @@ def _how(problem: _Problem, found: Found) -> dict[str, Any]:
     }
 
 
-def check_desirability(
-    goal: str,
-    low: float,
-    high: float,
-    target: float | None,
-    weight: float,
-    weight_high: float | None = None,
-) -> None:
-    """Raise DomainError unless these settings define a desirability curve."""
-    if goal not in DESIRABILITY_GOALS:
-        raise DomainError("objective.desirability", f"goal must be one of {DESIRABILITY_GOALS}")
-    if not (_finite(low) and _finite(high) and low < high):
-        raise DomainError("objective.desirability", "low and high are finite, low below high")
-    if goal == "target" and not (target is not None and _finite(target) and low <= target <= high):
-        raise DomainError("objective.desirability", "a target goal needs low <= target <= high")
-    for exponent in (weight, weight if weight_high is None else weight_high):
-        if not (_finite(exponent) and exponent > 0):
-            raise DomainError("objective.desirability", "weights are above 0")
-
-
 def _predicted(predict: Predictor, mains: np.ndarray) -> np.ndarray:
     values = np.asarray(predict(mains), dtype=float).reshape(-1)
     if values.shape != (len(mains),):
         raise DomainError("objective", "a predictor must return one prediction per point")
     return values
-
-
-def _finite(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
