@@ -43,11 +43,13 @@ SIMULATED_FACTORS: tuple[str, ...] = (
 @dataclass(frozen=True)
 class FactorRange:
     """The values a built-in factor takes on a kind of target: low to high, whole numbers only
-    when `whole` (counts of nodes, clients, threads; seconds sysbench runs)."""
+    when `whole` (counts of nodes, clients, threads; seconds sysbench runs); `why` names the
+    setting the bound comes from when the operator's targets file sets it."""
 
     low: float
     high: float
     whole: bool = True
+    why: str = ""
 
 
 # The lab's largest cluster unless its settings say otherwise (settings.max_nodes, at most
@@ -85,18 +87,28 @@ CLUSTER_RANGES: dict[str, FactorRange] = {
     },
 }
 
-# None means "any name": a manual target records whatever was measured elsewhere.
+# An `ssh` target's client machines are hosts of their own: each one's CPU busy share
+# (0 to 1) during the run tells when the load generator, not the cluster, was the limit.
+CLIENT_HOST_RESPONSES: tuple[str, ...] = ("client_cpu_busy",)
+
+# None means "any name": a manual target records whatever was measured elsewhere. An `ssh`
+# target also accepts the options of the workloads its settings declare
+# (`TargetSpec.factors`, `experiments.galera.ssh_settings`).
 KIND_FACTORS: dict[str, tuple[str, ...] | None] = {
     "simulated": SIMULATED_FACTORS,
     "lab": (*CLUSTER_FACTORS, *WAN_FACTORS),
     "external": CLUSTER_FACTORS,
+    "ssh": CLUSTER_FACTORS,
     "manual": None,
 }
 KIND_RESPONSES: dict[str, tuple[str, ...] | None] = {
     "simulated": GALERA_RESPONSES,
     "lab": (*MEASURED_RESPONSES, *TPCC_RESPONSES),
     "external": (*MEASURED_RESPONSES, *TPCC_RESPONSES),
+    "ssh": (*MEASURED_RESPONSES, *TPCC_RESPONSES, *CLIENT_HOST_RESPONSES),
     "manual": None,
 }
-SERVER_VARIABLE_KINDS = frozenset({"lab", "external"})
-RUNNABLE_KINDS = frozenset({"simulated", "lab", "external"})
+SERVER_VARIABLE_KINDS = frozenset({"lab", "external", "ssh"})
+RUNNABLE_KINDS = frozenset({"simulated", "lab", "external", "ssh"})
+# Real clusters whose factors are the cluster's (`CLUSTER_FACTORS`, with their ranges).
+CLUSTER_KINDS = frozenset({"lab", "external", "ssh"})

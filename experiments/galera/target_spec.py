@@ -12,6 +12,7 @@ from typing import Any
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
 from experiments.galera.kinds import (
+    CLUSTER_KINDS,
     CLUSTER_RANGES,
     KIND_FACTORS,
     KIND_RESPONSES,
@@ -31,6 +32,7 @@ from experiments.galera.setting_checks import (
     check_provider_factor,
     check_variable_factor,
 )
+from experiments.galera.ssh_settings import OperatorWorkload, operator_workloads, ssh_clients
 from experiments.galera.variable_policy import Policy, policy_from_settings
 from experiments.galera.workloads import WORKLOAD_OPTIONS, WORKLOADS
 
@@ -56,8 +58,22 @@ class TargetSpec:
 
     @property
     def factors(self) -> tuple[str, ...] | None:
-        """Factor names the target can set; None when it accepts any."""
-        return KIND_FACTORS[self.kind]
+        """Factor names the target can set (on an `ssh` target also the options of the
+        operator's workloads); None when it accepts any."""
+        accepted = KIND_FACTORS[self.kind]
+        options = [o for w in self.operator_workloads.values() for o in w.options]
+        return accepted if accepted is None or not options else (*accepted, *options)
+
+    @property
+    def operator_workloads(self) -> dict[str, OperatorWorkload]:
+        """The operator's own workloads an `ssh` target declares (settings.workloads)."""
+        return operator_workloads(self.settings) if self.kind == "ssh" else {}
+
+    @property
+    def workloads(self) -> tuple[str, ...]:
+        """The levels its `workload` factor may take: sysbench's, the project's, and on an
+        `ssh` target the operator's own."""
+        return (*WORKLOADS, *self.operator_workloads)
 
     @property
     def responses(self) -> tuple[str, ...] | None:
@@ -71,7 +87,9 @@ class TargetSpec:
 
     def factor_range(self, name: str) -> tuple[float, float] | None:
         """The values a numeric factor may take on this target, low to high: a built-in one's
-        (for `nodes` and `load_nodes`: up to the target's node count), or a catalogued numeric
+        (for `nodes` and `load_nodes`: up to the target's node count; on an `ssh` target
+        `clients` up to its client hosts, if listed, and its workloads' options as declared),
+        or a catalogued numeric
         server variable's; None for any other name (a categorical factor, an ON/OFF or enum
         variable, a provider option, a name the operator allowed, any name on a manual
         target)."""
@@ -92,10 +110,21 @@ class TargetSpec:
     def _builtin_range(self, name: str) -> FactorRange | None:
         if self.kind == "simulated":
             return SIMULATED_RANGES.get(name)
-        if self.kind not in ("lab", "external") or name not in (self.factors or ()):
+        if self.kind not in CLUSTER_KINDS or name not in (self.factors or ()):
             return None
+        listed = self.settings.get("nodes")
         if name in ("nodes", "load_nodes"):
-            return FactorRange(1, self._node_ceiling())
+            counted = self.kind != "lab" and isinstance(listed, list) and bool(listed)
+            why = f"settings.nodes lists {len(listed)}" if counted else ""
+            return FactorRange(1, self._node_ceiling(), why=why)
+        clients = ssh_clients(self.settings) if self.kind == "ssh" else []
+        if name == "clients" and clients:
+            # One sysbench per client host: as many clients as hosts listed.
+            return FactorRange(1, len(clients), why=f"settings.clients lists {len(clients)}")
+        for workload in self.operator_workloads.values():
+            if name in workload.options:
+                option = workload.options[name]
+                return FactorRange(option.low, option.high, whole=option.whole)
         return CLUSTER_RANGES.get(name)
 
     def _node_ceiling(self) -> int:
@@ -108,10 +137,10 @@ class TargetSpec:
 
     @property
     def restartable(self) -> bool:
-        """Whether restart-only settings can be factors: the lab restarts its own nodes, an
-        external target needs a restart command for every node."""
+        """Whether restart-only settings can be factors: the lab and an `ssh` target restart
+        their own nodes, an external target needs a restart command for every node."""
         listed = self.settings.get("nodes")
-        return self.kind == "lab" or (
+        return self.kind in ("lab", "ssh") or (
             self.kind == "external"
             and isinstance(listed, list)
             and all(isinstance(n, Mapping) and n.get("restart") for n in listed)
@@ -139,11 +168,7 @@ class TargetSpec:
         change (on the lab `nodes` and `sites` too), so trials run whole plot by whole plot and
         the restarts are as few as the design allows."""
         self.check_space(space)
-        costly = {
-            name: why
-            for name, why in _RESTARTING_FACTORS.items()
-            if self.kind == "lab" and name in space.names
-        }
+        costly = {name: why for name, why in self._restarting().items() if name in space.names}
         if self.accepts_server_variables:
             costly |= {
                 name: "its change restarts every node, one at a time, per whole plot"
@@ -160,6 +185,13 @@ class TargetSpec:
         where = "the lab" if self.kind == "lab" else f"target '{self.name}'"
         notes = [f"{name} is treated as hard to change on {where}: {costly[name]}" for name in made]
         return FactorSpace(factors), notes
+
+    def _restarting(self) -> dict[str, str]:
+        """The built-in factors whose change restarts nodes here: the lab's `nodes` and
+        `sites`; an `ssh` target's `nodes`, the cluster's size."""
+        if self.kind == "lab":
+            return _RESTARTING_FACTORS
+        return {"nodes": _RESTARTING_FACTORS["nodes"]} if self.kind == "ssh" else {}
 
     def check_space(self, space: FactorSpace) -> None:
         """Raise naming the first factor this target cannot set, or a workload it cannot run."""
@@ -191,12 +223,13 @@ class TargetSpec:
         if "workload" in space.names:
             i = space.names.index("workload")
             workload = space["workload"]
-            if workload.kind != "categorical" or not set(workload.levels or ()) <= set(WORKLOADS):
+            known = self.workloads
+            if workload.kind != "categorical" or not set(workload.levels or ()) <= set(known):
                 raise DomainError(
                     f"factors.{i}.levels",
-                    f"workload is categorical with levels among {', '.join(WORKLOADS)}",
+                    f"workload is categorical with levels among {', '.join(known)}",
                 )
-        if self.runnable and self.kind != "simulated":
+        if self.kind in CLUSTER_KINDS:
             self.check_load_nodes(space)
             self.check_workload_options(space)
         if self.kind == "lab":
@@ -226,9 +259,11 @@ class TargetSpec:
         low, high = factor.bounds
         values = [float(v) for v in factor.levels] if factor.levels is not None else [low, high]
         if low < rule.low or high > rule.high or (rule.whole and not _whole(values)):
+            why = f" ({rule.why})" if rule.why else ""
             raise DomainError(
                 f"factors.{i}",
-                f"{factor.name} is {whole} from {_fmt(rule.low)} to {_fmt(rule.high)} on {where}",
+                f"{factor.name} is {whole} from {_fmt(rule.low)} to {_fmt(rule.high)} on"
+                f" {where}{why}",
             )
 
     def _policy_variable(self, i: int, name: str) -> ServerVariable | None:
@@ -281,7 +316,8 @@ class TargetSpec:
         """Raise unless a workload's own options are asked of an experiment whose only workload
         is that one (their kinds and ranges are checked with the other built-in factors)."""
         workloads = space["workload"].levels if "workload" in space.names else None
-        for workload, options in WORKLOAD_OPTIONS.items():
+        declared = {w.name: tuple(w.options) for w in self.operator_workloads.values()}
+        for workload, options in {**WORKLOAD_OPTIONS, **declared}.items():
             for name in options:
                 if name not in space.names:
                     continue
