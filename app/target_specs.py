@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from experiments.galera.kinds import KIND_FACTORS, LAB_NODES_LIMIT, SERVER_VARIABLE_KINDS
+from experiments.galera.ssh_settings import check_ssh_settings
 from experiments.galera.target_spec import TargetSpec
 from experiments.galera.variable_policy import SETTINGS_KEY, policy_from_settings
 
@@ -65,7 +66,18 @@ def _parse(entries: Iterable[Any]) -> dict[str, TargetSpec]:
 
 def _check_settings(where: str, kind: str, settings: Mapping[str, Any]) -> None:
     """Raise naming the setting the checks at submission rely on that is malformed: the lab's
-    node count, the operator's changes to the catalogue of server variables."""
+    node count, an `ssh` target's hosts and workloads (`experiments.galera.ssh_settings`; its
+    files are checked where the worker loads it), the operator's changes to the catalogue of
+    server variables."""
+    if kind == "ssh":
+        try:
+            check_ssh_settings(settings)
+        except ValueError as error:
+            raise TargetsFileError(f"{where}.{error}") from None
+    elif "workloads" in settings:
+        raise TargetsFileError(
+            f"{where}.workloads: only an ssh target runs the operator's workloads"
+        )
     if kind == "lab" and "max_nodes" in settings:
         most = settings["max_nodes"]
         if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= LAB_NODES_LIMIT:
@@ -76,7 +88,8 @@ def _check_settings(where: str, kind: str, settings: Mapping[str, Any]) -> None:
         return
     if kind not in SERVER_VARIABLE_KINDS:
         raise TargetsFileError(
-            f"{where}.{SETTINGS_KEY}: only a lab or an external target sets server variables"
+            f"{where}.{SETTINGS_KEY}: only a lab, an external or an ssh target sets server"
+            " variables"
         )
     try:
         policy_from_settings(settings)
