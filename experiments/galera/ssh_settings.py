@@ -22,8 +22,10 @@ from experiments.galera.server_variables import SERVER_VARIABLES
 from experiments.galera.workloads import WORKLOADS
 
 # How a node's server is started, stopped and checked: a systemd unit, or mariadbd run with
-# --defaults-file (the file then has to be named).
+# --defaults-file (the file then has to be named, with the directory it includes, where the
+# service writes its drop-in); any of its commands can be the operator's argument list.
 SERVICES = ("systemd", "mariadbd")
+COMMAND_KEYS = ("start", "stop", "check", "bootstrap")
 DEFAULT_UNIT = "mariadb"
 DEFAULT_SQL_PORT = 3306
 DEFAULT_SSH_PORT = 22
@@ -68,6 +70,8 @@ class SshNode:
     service: str = "systemd"
     unit: str = DEFAULT_UNIT
     defaults_file: str | None = None
+    dropin_dir: str | None = None
+    mariadbd: str = "mariadbd"
 
 
 @dataclass(frozen=True)
@@ -125,19 +129,33 @@ def _node(where: str, listed: object) -> SshNode:
     if service not in SERVICES:
         raise ValueError(f"{where}.service: one of {', '.join(SERVICES)}, got {service!r}")
     defaults_file = _optional_text(where, entry, "defaults_file")
+    dropin_dir = _optional_text(where, entry, "dropin_dir")
     if service == "mariadbd" and defaults_file is None:
         raise ValueError(
             f"{where}.defaults_file: a node run as mariadbd needs the option file it starts with"
         )
+    if service == "mariadbd" and dropin_dir is None:
+        raise ValueError(
+            f"{where}.dropin_dir: a node run as mariadbd needs the directory its defaults file"
+            " includes (!includedir), where the service writes its drop-in"
+        )
     unit = entry.get("unit", DEFAULT_UNIT)
     if not isinstance(unit, str) or not _UNIT.match(unit):
         raise ValueError(f"{where}.unit: a systemd unit name, got {unit!r}")
+    for key in COMMAND_KEYS:
+        argv = entry.get(key)
+        if argv is not None and not (
+            isinstance(argv, list) and argv and all(isinstance(a, str) and a for a in argv)
+        ):
+            raise ValueError(f"{where}.{key}: a non-empty argument list, got {argv!r}")
     return SshNode(
         host=host,
         port=_port(where, entry, "port", DEFAULT_SQL_PORT),
         service=str(service),
         unit=unit,
         defaults_file=defaults_file,
+        dropin_dir=dropin_dir,
+        mariadbd=_optional_text(where, entry, "mariadbd") or "mariadbd",
     )
 
 

@@ -25,7 +25,7 @@ STAGING: dict[str, Any] = {
             {"host": "db1", "address": "10.0.0.11", "port": 3306, "ssh_user": "deploy",
              "ssh_key": KEY, "service": "systemd"},
             {"host": "db2", "address": "10.0.0.12", "ssh_key": KEY, "service": "mariadbd",
-             "defaults_file": "/etc/mysql/my.cnf"},
+             "defaults_file": "/etc/mysql/my.cnf", "dropin_dir": "/etc/mysql/conf.d"},
         ],
         "clients": [
             {"host": "load1", "address": "10.0.0.21", "ssh_user": "deploy", "ssh_key": KEY}

@@ -28,7 +28,7 @@ SETTINGS: dict[str, Any] = {
         {"host": "db1", "address": "10.0.0.11", "port": 3306, "ssh_user": "deploy",
          "ssh_key": KEY, "service": "systemd"},
         {"host": "db2", "address": "10.0.0.12", "ssh_key": KEY, "service": "mariadbd",
-         "defaults_file": "/etc/mysql/my.cnf"},
+         "defaults_file": "/etc/mysql/my.cnf", "dropin_dir": "/etc/mysql/conf.d"},
     ],
     "clients": [{"host": "load1", "address": "10.0.0.21", "ssh_user": "deploy", "ssh_key": KEY}],
     "workloads": {
@@ -88,6 +88,8 @@ def test_the_issues_example_is_read():
         ("clients.0.ssh_key", None, "clients[0].ssh_key: the path of the private key"),
         ("nodes.0.service", "docker", "nodes[0].service: one of systemd, mariadbd"),
         ("nodes.1.defaults_file", None, "nodes[1].defaults_file: a node run as mariadbd needs"),
+        ("nodes.1.dropin_dir", None, "nodes[1].dropin_dir: a node run as mariadbd needs"),
+        ("nodes.0.start", "systemctl start mariadb", "nodes[0].start: a non-empty argument list"),
         ("nodes.0.port", 70000, "nodes[0].port: a port from 1 to 65535"),
         ("nodes.0.sudo", "yes", "nodes[0].sudo: true or false"),
         ("nodes", [], "nodes: list the cluster's node hosts"),
