@@ -22,7 +22,7 @@ from worker.lab import procfs
 RUN_MARK = "GALERA_DOE_TEST_RUN"
 # worker.lab.layout.LabLayout.namespace: gdoe<galera port base>s<site>.
 NAMESPACE_PREFIX = "gdoe"
-_KINDS = {"mariadbd": "lab node", "sysbench": "sysbench"}
+_KINDS = {"mariadbd": "lab node", "sysbench": "sysbench", "sshd": "sshd (tests.ssh_hosts)"}
 _DELAY_PROXY = "worker.lab.wan.delay_proxy"
 
 
