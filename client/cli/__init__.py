@@ -1,10 +1,17 @@
 """The `galera-doe` command line: submit and follow experiments through the REST API (only over
-HTTP, with `client.http.Client`), manage API keys, and run the service itself (API, worker, lab
-cluster, demo). The commands register themselves on `cli` in the order `--help` lists them."""
+HTTP, with `client.http.Client`), manage API keys, run the service itself (API, worker, lab
+cluster, demo) and check an ssh target from the worker's machine. The commands register
+themselves on `cli` in the order `--help` lists them."""
 
 from __future__ import annotations
 
-from client.cli import key_commands, rest_commands, review_commands, service_commands
+from client.cli import (
+    key_commands,
+    rest_commands,
+    review_commands,
+    service_commands,
+    target_commands,
+)
 from client.cli.base import cli
 
 __all__ = [
@@ -14,6 +21,7 @@ __all__ = [
     "rest_commands",
     "review_commands",
     "service_commands",
+    "target_commands",
 ]
 
 

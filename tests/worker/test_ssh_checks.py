@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import asyncssh
 import pytest
 
 from worker.targets.base import TargetError
@@ -20,11 +21,15 @@ function event() end
 """
 
 
+def private_key(path: Path, *, mode: int = 0o600) -> None:
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(path))
+    path.chmod(mode)
+
+
 def staging(tmp_path: Path, script: str | None = SCRIPT) -> dict[str, Any]:
     """Settings of an ssh target whose files are all in `tmp_path` and usable."""
     key = tmp_path / "id_ed25519"
-    key.write_text("not parsed here\n")
-    key.chmod(0o600)
+    private_key(key)
     (tmp_path / "known_hosts").write_text("")
     if script is not None:
         (tmp_path / "orders.lua").write_text(script)
@@ -52,9 +57,7 @@ def refusal(settings: dict[str, Any]) -> str:
 
 
 def with_client_key(tmp_path: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    client_key = tmp_path / "load1_key"
-    client_key.write_text("key\n")
-    client_key.chmod(0o400)
+    private_key(tmp_path / "load1_key", mode=0o400)
     return settings
 
 
@@ -75,6 +78,16 @@ def test_a_key_other_users_can_read_is_refused(tmp_path: Path):
     assert refusal(settings) == (
         f"target 'staging': settings.nodes[0].ssh_key: {tmp_path}/id_ed25519 is open to other"
         f" users (mode 0644): chmod 600 {tmp_path}/id_ed25519"
+    )
+
+
+def test_a_file_that_is_no_private_key_is_refused(tmp_path: Path):
+    settings = with_client_key(tmp_path, staging(tmp_path))
+    (tmp_path / "load1_key").chmod(0o600)
+    (tmp_path / "load1_key").write_text("ssh-ed25519 AAAA... a public key, not the private one\n")
+    assert refusal(settings).startswith(
+        f"target 'staging': settings.clients[0].ssh_key: {tmp_path}/load1_key is not a private"
+        " key usable without a passphrase: "
     )
 
 

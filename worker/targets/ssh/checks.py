@@ -1,8 +1,9 @@
 """What an `ssh` target needs of the worker's own files, checked when the worker loads the
-target: the known_hosts file, every host's private key (there, and not readable by every user),
-and the operator's workload scripts (there, loaded by this machine's sysbench, declaring the
-options the targets file gives them). The settings' shape was checked with the targets file
-(`experiments.galera.ssh_settings`); each failure here is a TargetError naming the setting.
+target: the known_hosts file, every host's private key (there, open to no other user, usable
+without a passphrase), and the operator's workload scripts (there, loaded by this machine's
+sysbench, declaring the options the targets file gives them). The settings' shape was checked
+with the targets file (`experiments.galera.ssh_settings`); each failure here is a TargetError
+naming the setting.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import asyncssh
 
 from experiments.galera.ssh_settings import (
     OperatorWorkload,
@@ -55,8 +58,8 @@ def known_hosts_problem(settings: Mapping[str, Any]) -> str:
 
 def key_problem(host: SshHost) -> str:
     """Why `host`'s private key cannot be used ('' when it can), starting with its setting: it
-    must be a file, readable by the worker and by no other user (ssh itself refuses a key
-    others can read)."""
+    must be a file open to no other user (ssh itself refuses a key others can read), a private
+    key the worker reads without a passphrase."""
     path = Path(host.ssh_key).expanduser()
     where = f"{host.where}.ssh_key"
     if not path.is_file():
@@ -65,9 +68,12 @@ def key_problem(host: SshHost) -> str:
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         return f"{where}: {path} is open to other users (mode {mode:04o}): chmod 600 {path}"
     try:
-        path.open("rb").close()
+        asyncssh.read_private_key(path)
     except OSError as error:
         return f"{where}: {path} cannot be read by the worker: {error.strerror}"
+    except ValueError as error:  # asyncssh.KeyImportError
+        # A passphrase-protected key lands here too: the worker has no one to ask.
+        return f"{where}: {path} is not a private key usable without a passphrase: {error}"
     return ""
 
 
