@@ -118,10 +118,14 @@ def test_a_malformed_external_target_is_refused_with_a_reason(settings: dict, wo
 
 
 def _runnable(kind: str, tmp_path: Path) -> Target:
+    key = tmp_path / "id_ssh"
+    key.write_text("")  # the ssh target checks the file exists; a cancelled trial never uses it
+    ssh_node = {"host": "db1", "address": "127.0.0.1", "port": 9, "ssh_key": str(key)}
     settings: dict = {
         "simulated": {"seconds_per_trial": 30},
         "lab": {"base_dir": str(tmp_path / "lab")},
         "external": {"nodes": [{"host": "127.0.0.1", "port": 9}]},
+        "ssh": {"nodes": [ssh_node], "known_hosts": str(tmp_path / "known_hosts")},
     }[kind]
     return build_target(TargetSpec(name=f"{kind}-contract", kind=kind, settings=settings))
 

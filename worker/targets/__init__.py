@@ -7,9 +7,10 @@ from worker.targets.base import Target, TargetError
 from worker.targets.external import ExternalTarget
 from worker.targets.lab import LabTarget
 from worker.targets.simulated import SimulatedTarget
+from worker.targets.ssh.target import SshTarget
 
 TARGET_CLASSES: dict[str, type[Target]] = {
-    cls.kind: cls for cls in (SimulatedTarget, LabTarget, ExternalTarget)
+    cls.kind: cls for cls in (SimulatedTarget, LabTarget, ExternalTarget, SshTarget)
 }
 
 

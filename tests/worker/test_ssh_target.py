@@ -1,0 +1,205 @@
+"""The `ssh` target on emulated hosts (`tests.ssh_hosts`): real sshd and mariadbd processes in
+network namespaces, driven over SSH as on an operator's machines. One set of hosts and one
+cluster for the module; the tests run in file order (the failures first, on a cluster not yet
+started; the close last)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation  # noqa: F401
+from worker import galera_sql
+from worker.targets.base import InfrastructureError, TargetError
+from worker.targets.ssh.hosts import HostError
+from worker.targets.ssh.target import SshTarget
+
+pytestmark = pytest.mark.integration
+
+# Restart-only: a server variable and a provider option (merged into the node's own options).
+SETTINGS = {"innodb_log_buffer_size": "33554432", "gcache.size": "96M"}
+
+
+@pytest.fixture(scope="module")
+def password() -> Iterator[None]:
+    os.environ[PASSWORD_ENV] = SQL_PASSWORD
+    yield
+    os.environ.pop(PASSWORD_ENV, None)
+
+
+@pytest.fixture(scope="module")
+def target(emulation: Emulation, password: None) -> Iterator[SshTarget]:  # noqa: F811
+    made = SshTarget("ssh-test", emulation.settings(stop_at_close=True))
+    yield made
+    made.close()
+
+
+def _sizes(target: SshTarget, count: int) -> list[int]:
+    nodes = [s.node for s in target.services[:count]]
+    return [h.cluster_size for h in galera_sql.cluster_health(nodes, target.credentials)]
+
+
+def _servers(emulation: Emulation, name: str) -> list[int]:  # noqa: F811
+    """The mariadbd processes running in host `name`'s namespace."""
+    return [p for p in emulation.processes(name) if "mariadbd" in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_an_unreachable_host_fails_naming_it(emulation: Emulation, password: None) -> None:  # noqa: F811
+    nodes = emulation.settings()["nodes"][:1]
+    nodes[0] = nodes[0] | {"address": emulation.unused_address}
+    target = SshTarget("ssh-unreachable", emulation.settings(nodes=nodes, clients=[]))
+    target.pool.host("node1").connect_timeout = 3
+    try:
+        with pytest.raises(HostError, match=rf"host 'node1' \({emulation.unused_address}\)"):
+            target.nodes_for(1)
+    finally:
+        target.close()
+    assert issubclass(HostError, InfrastructureError)  # the trial is retried
+
+
+def test_a_wrong_key_fails_naming_the_host(emulation: Emulation, password: None) -> None:  # noqa: F811
+    nodes = emulation.settings()["nodes"][1:2]
+    nodes[0] = nodes[0] | {"ssh_key": str(emulation.wrong_key)}
+    target = SshTarget("ssh-wrong-key", emulation.settings(nodes=nodes, clients=[]))
+    try:
+        with pytest.raises(HostError, match=r"host 'node2' .*the key .*id_stranger was refused"):
+            target.nodes_for(1)
+    finally:
+        target.close()
+
+
+def test_a_missing_key_file_is_refused_naming_the_field(
+    emulation: Emulation,  # noqa: F811
+    password: None,
+) -> None:
+    clients = emulation.settings()["clients"]
+    clients[1] = clients[1] | {"ssh_key": str(emulation.root / "no-such-key")}
+    with pytest.raises(TargetError, match=r"settings\.clients\[1\]\.ssh_key: .*no-such-key"):
+        SshTarget("ssh-no-key", emulation.settings(clients=clients))
+
+
+def test_the_cluster_resizes_2_3_2_seen_by_every_node(
+    target: SshTarget,
+    emulation: Emulation,  # noqa: F811
+) -> None:
+    started = time.monotonic()
+    assert [n.name for n in target.nodes_for(2)] == ["node1", "node2"]
+    print(f"bootstrap and first join: {time.monotonic() - started:.1f} s")
+    assert _sizes(target, 2) == [2, 2]
+    assert not _servers(emulation, "node3")
+
+    assert len(target.nodes_for(3)) == 3
+    assert _sizes(target, 3) == [3, 3, 3]
+    print(f"node3 joined over SSH in {target.timings['join_s']:.1f} s")
+
+    assert len(target.nodes_for(2)) == 2
+    assert _sizes(target, 2) == [2, 2]
+    assert not _servers(emulation, "node3")
+    print(f"node3 left over SSH in {target.timings['leave_s']:.1f} s")
+
+
+def test_a_restart_only_setting_is_applied_rolling_the_cluster_primary(
+    target: SshTarget,
+) -> None:
+    target.nodes_for(2)  # as the resize left it: two restarts, not three
+    seen: list[tuple[str, str, int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for service in target.services[:2]:
+                try:
+                    health = galera_sql.node_health(service.node, target.credentials)
+                except galera_sql.GaleraError:
+                    continue  # the node restarting
+                seen.append((service.name, health.cluster_status, health.cluster_size))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        restart_s = target.restart_with(
+            {"innodb_log_buffer_size": "33554432", "gcache.size": "96M"}
+        )
+    finally:
+        stop.set()
+        watcher.join()
+    assert restart_s > 0
+    assert {status for _, status, _ in seen} == {"Primary"}
+    assert min(size for _, _, size in seen) == 1  # one node at a time
+    for service in target.services[:2]:
+        values = galera_sql.global_variables(
+            service.node, target.credentials, ["innodb_log_buffer_size", "wsrep_provider_options"]
+        )
+        assert values["innodb_log_buffer_size"] == "33554432"
+        assert "gcache.size = 96M" in values["wsrep_provider_options"]
+    print(f"rolling restart of 2 nodes over SSH: {restart_s:.1f} s")
+
+    assert target.restart_with(SETTINGS) == 0  # the nodes run with them already
+    assert _sizes(target, 2) == [2, 2]
+    assert "innodb_log_buffer_size=33554432" in (target.services[2].dropin() or "")
+
+
+_HOLDER = """
+import sys
+from pathlib import Path
+from worker.targets.ssh.hosts import HostPool, HostSpec
+spec = HostSpec("client1", sys.argv[1], key_file=Path(sys.argv[2]), known_hosts=Path(sys.argv[3]))
+HostPool([spec]).run_at_once([("client1", ["sleep", "313"])], timeout=600)
+"""
+
+
+def test_a_killed_worker_leaves_nothing_running_on_the_host(emulation: Emulation) -> None:  # noqa: F811
+    host = emulation.hosts["client1"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_HOLDER), host.address, str(emulation.key),
+         str(emulation.known_hosts)],
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (
+            sleeps := [p for p in emulation.processes("client1") if "sleep 313" in _cmdline(p)]
+        ):
+            assert holder.poll() is None and time.monotonic() < deadline, "no remote sleep started"
+            time.sleep(0.1)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        deadline = time.monotonic() + 10
+        while any(_cmdline(p) for p in sleeps):
+            assert time.monotonic() < deadline, "the remote sleep outlived the killed worker"
+            time.sleep(0.1)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_closing_the_target_leaves_nothing_on_the_hosts(
+    target: SshTarget,
+    emulation: Emulation,  # noqa: F811
+) -> None:
+    target.nodes_for(2)
+    target.close()
+    deadline = time.monotonic() + 10
+    while left := {name: emulation.processes(name) for name in emulation.hosts}:
+        if not any(left.values()):
+            break
+        assert time.monotonic() < deadline, f"left on the hosts: {left}"
+        time.sleep(0.2)
+    assert all(not (h.home / "conf.d" / "zz-galera-doe.cnf").exists() for h in emulation.nodes)
