@@ -30,6 +30,9 @@ DEFAULT_UNIT = "mariadb"
 DEFAULT_SQL_PORT = 3306
 DEFAULT_SSH_PORT = 22
 DEFAULT_SSH_USER = "root"
+# The worker's user's own known_hosts unless the settings name another: a file either way, so
+# a host's key is always checked, never accepted on first sight.
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 OPTION_KINDS = ("integer", "continuous")
 
 # A host's name is a key of the SSH pool and appears in every message; an address is given to
@@ -98,12 +101,24 @@ class OperatorWorkload:
     options: dict[str, WorkloadOption]
 
 
+def known_hosts_path(settings: Mapping[str, Any]) -> str:
+    """The known_hosts file the hosts' keys are checked against (as written: `~` unexpanded)."""
+    path = settings.get("known_hosts", DEFAULT_KNOWN_HOSTS)
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError(
+            "known_hosts: the path of the known_hosts file on the worker the hosts' keys are"
+            f" checked against (default {DEFAULT_KNOWN_HOSTS})"
+        )
+    return path
+
+
 def ssh_nodes(settings: Mapping[str, Any]) -> list[SshNode]:
     """The nodes listed in `settings.nodes` (at least one)."""
     listed = settings.get("nodes")
     if not isinstance(listed, list) or not listed:
         raise ValueError("nodes: list the cluster's node hosts, at least one")
-    return [_node(f"nodes[{i}]", entry) for i, entry in enumerate(listed)]
+    sudo = _sudo("sudo", settings, False)
+    return [_node(f"nodes[{i}]", entry, sudo) for i, entry in enumerate(listed)]
 
 
 def ssh_clients(settings: Mapping[str, Any]) -> list[SshHost]:
@@ -113,7 +128,17 @@ def ssh_clients(settings: Mapping[str, Any]) -> list[SshHost]:
         return []
     if not isinstance(listed, list):
         raise ValueError("clients: a list of client hosts")
-    return [_host(f"clients[{i}]", entry) for i, entry in enumerate(listed)]
+    sudo = _sudo("sudo", settings, False)
+    return [_host(f"clients[{i}]", entry, sudo) for i, entry in enumerate(listed)]
+
+
+def _sudo(where: str, entry: Mapping[str, Any], default: bool) -> bool:
+    """Whether privileged commands run under `sudo -n` (a host's own `sudo`, else the
+    target's)."""
+    sudo = entry.get("sudo", default)
+    if not isinstance(sudo, bool):
+        raise ValueError(f"{where}: true or false, got {sudo!r}")
+    return sudo
 
 
 def _mapping(where: str, entry: object) -> Mapping[str, Any]:
@@ -122,9 +147,9 @@ def _mapping(where: str, entry: object) -> Mapping[str, Any]:
     return entry
 
 
-def _node(where: str, listed: object) -> SshNode:
+def _node(where: str, listed: object, sudo: bool) -> SshNode:
     entry = _mapping(where, listed)
-    host = _host(where, entry)
+    host = _host(where, entry, sudo)
     service = entry.get("service", "systemd")
     if service not in SERVICES:
         raise ValueError(f"{where}.service: one of {', '.join(SERVICES)}, got {service!r}")
@@ -159,7 +184,7 @@ def _node(where: str, listed: object) -> SshNode:
     )
 
 
-def _host(where: str, listed: object) -> SshHost:
+def _host(where: str, listed: object, sudo: bool) -> SshHost:
     entry = _mapping(where, listed)
     name, address = entry.get("host"), entry.get("address")
     if not isinstance(name, str) or not _HOST_NAME.match(name):
@@ -172,9 +197,6 @@ def _host(where: str, listed: object) -> SshHost:
     user = entry.get("ssh_user", DEFAULT_SSH_USER)
     if not isinstance(user, str) or not _HOST_NAME.match(user):
         raise ValueError(f"{where}.ssh_user: a user name, got {user!r}")
-    sudo = entry.get("sudo", False)
-    if not isinstance(sudo, bool):
-        raise ValueError(f"{where}.sudo: true or false, got {sudo!r}")
     return SshHost(
         name=name,
         address=address,
@@ -182,7 +204,7 @@ def _host(where: str, listed: object) -> SshHost:
         where=where,
         ssh_port=_port(where, entry, "ssh_port", DEFAULT_SSH_PORT),
         ssh_user=user,
-        sudo=sudo,
+        sudo=_sudo(f"{where}.sudo", entry, sudo),
     )
 
 
@@ -320,12 +342,7 @@ def _number(value: object) -> bool:
 
 def check_ssh_settings(settings: Mapping[str, Any]) -> None:
     """Raise naming the first malformed setting of an `ssh` target (module docstring)."""
-    known_hosts = settings.get("known_hosts")
-    if not isinstance(known_hosts, str) or not known_hosts.strip():
-        raise ValueError(
-            "known_hosts: the path of the known_hosts file on the worker the hosts' keys are"
-            " checked against"
-        )
+    known_hosts_path(settings)
     for key in ("user", "password_env"):
         value = settings.get(key)
         if value is not None and (not isinstance(value, str) or not value):

@@ -108,7 +108,7 @@ def option(**changes: Any) -> Edit:
          "targets[2].settings.workloads.my_orders.options.hot_share.kind: one of integer"),
         (option(range=[0.5]),
          "targets[2].settings.workloads.my_orders.options.hot_share.range: [low, high]"),
-        (dropped("known_hosts"), "targets[2].settings.known_hosts: the path of"),
+        (node(0, sudo="yes"), "targets[2].settings.nodes[0].sudo: true or false, got 'yes'"),
     ],
 )  # fmt: skip
 def test_a_bad_ssh_target_is_refused_naming_the_path(tmp_path: Path, edit: Edit, message: str):

@@ -13,6 +13,7 @@ from experiments.factors import FactorSpace
 from experiments.galera.kinds import CLUSTER_RANGES
 from experiments.galera.ssh_settings import (
     check_ssh_settings,
+    known_hosts_path,
     operator_workloads,
     ssh_clients,
     ssh_nodes,
@@ -94,7 +95,8 @@ def test_the_issues_example_is_read():
         ("nodes.0.sudo", "yes", "nodes[0].sudo: true or false"),
         ("nodes", [], "nodes: list the cluster's node hosts"),
         ("clients", {"host": "x"}, "clients: a list of client hosts"),
-        ("known_hosts", None, "known_hosts: the path of the known_hosts file"),
+        ("known_hosts", "", "known_hosts: the path of the known_hosts file"),
+        ("sudo", "yes", "sudo: true or false"),
         ("workloads.my_orders.script", None, "workloads.my_orders.script: the path of the Lua"),
         ("workloads.my_orders.options.hot_share.kind", "categorical",
          "workloads.my_orders.options.hot_share.kind: one of integer, continuous"),
@@ -118,6 +120,15 @@ def test_a_bad_setting_is_refused_naming_its_path(path: str, value: Any, words: 
     with pytest.raises(ValueError) as refused:
         check_ssh_settings(changed(path, value))
     assert words in str(refused.value)
+
+
+def test_sudo_and_known_hosts_have_target_wide_defaults():
+    assert known_hosts_path(changed("known_hosts", None)) == "~/.ssh/known_hosts"
+    every = changed("sudo", True)
+    every["nodes"][1]["sudo"] = False
+    assert [n.host.sudo for n in ssh_nodes(every)] == [True, False]
+    assert [c.sudo for c in ssh_clients(every)] == [True]
+    assert not any(n.host.sudo for n in ssh_nodes(SETTINGS))
 
 
 def test_two_nodes_on_one_machine_differ_by_port():

@@ -30,6 +30,7 @@ from typing import Any
 from experiments.galera.ssh_settings import (
     SshHost,
     SshNode,
+    known_hosts_path,
     operator_workloads,
     ssh_clients,
     ssh_nodes,
@@ -62,7 +63,7 @@ def check_target(
     worker's, then each node's, each client host's, and the workloads'."""
     nodes, clients = ssh_nodes(settings), ssh_clients(settings)
     rows = [known_hosts_row(settings), *password_rows(settings)]
-    known_hosts = Path(str(settings["known_hosts"]))
+    known_hosts = Path(known_hosts_path(settings))
     pool = HostPool(
         [host_spec(h, known_hosts) for h in [n.host for n in nodes] + clients],
         connect_timeout=connect_timeout,
@@ -103,7 +104,7 @@ def sql_credentials(settings: Mapping[str, Any]) -> galera_sql.Credentials:
 
 def known_hosts_row(settings: Mapping[str, Any]) -> Row:
     """The known_hosts file the hosts' keys are checked against."""
-    path = Path(str(settings.get("known_hosts", ""))).expanduser()
+    path = Path(known_hosts_path(settings)).expanduser()
     problem = known_hosts_problem(settings)
     fix = (
         f"add each host's key after checking its fingerprint: ssh-keyscan -p PORT ADDRESS >> {path}"

@@ -20,6 +20,7 @@ import asyncssh
 from experiments.galera.ssh_settings import (
     OperatorWorkload,
     SshHost,
+    known_hosts_path,
     operator_workloads,
     ssh_clients,
     ssh_nodes,
@@ -50,7 +51,7 @@ def check_local_files(
 
 def known_hosts_problem(settings: Mapping[str, Any]) -> str:
     """Why the known_hosts file cannot be used ('' when it can), starting with its setting."""
-    path = Path(str(settings.get("known_hosts", ""))).expanduser()
+    path = Path(known_hosts_path(settings)).expanduser()
     if not path.is_file():
         return f"known_hosts: {path} does not exist"
     return ""
