@@ -180,3 +180,12 @@ async def test_an_experiment_beyond_the_declaration_is_a_422_naming_the_field(
     assert refused.status_code == 422, refused.text
     detail = refused.json()["detail"]
     assert any(item["loc"][1:] == loc and words in item["msg"] for item in detail), detail
+
+
+@pytest.mark.targets([STAGING])
+async def test_the_targets_list_shows_the_workload_options_as_factors(api):
+    [staging] = (await api.get("/targets")).json()
+    assert staging["kind"] == "ssh" and staging["runnable"] and staging["accepts_server_variables"]
+    assert {"nodes", "clients", "orders_per_trx", "hot_share"} <= set(staging["factors"])
+    assert "client_cpu_busy" in staging["responses"]
+    assert "10.0.0.11" not in str(staging) and "STAGING_DB_PASSWORD" not in str(staging)
