@@ -347,5 +347,25 @@ def check_ssh_settings(settings: Mapping[str, Any]) -> None:
         value = settings.get(key)
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{key}: a non-empty string, got {value!r}")
-    check_unique_hosts(ssh_nodes(settings), ssh_clients(settings))
-    operator_workloads(settings)
+    nodes, clients = ssh_nodes(settings), ssh_clients(settings)
+    check_unique_hosts(nodes, clients)
+    check_defaults(settings, nodes=len(nodes), clients=len(clients))
+
+
+def check_defaults(settings: Mapping[str, Any], *, nodes: int, clients: int) -> None:
+    """Raise unless the values a trial takes for the factors its experiment does not vary
+    (settings.defaults) fit the hosts listed and the workloads known."""
+    defaults = settings.get("defaults") or {}
+    if not isinstance(defaults, Mapping):
+        raise ValueError("defaults: a mapping of factor names to values")
+    counts = {"nodes": (nodes, "nodes"), "load_nodes": (nodes, "nodes")}
+    if clients:
+        counts["clients"] = (clients, "client hosts")
+    for name, (most, what) in counts.items():
+        value = defaults.get(name)
+        if value is not None and not (_number(value) and 1 <= value <= most):
+            raise ValueError(f"defaults.{name}: from 1 to the {most} {what} listed, got {value!r}")
+    known = (*WORKLOADS, *operator_workloads(settings))
+    workload = defaults.get("workload")
+    if workload is not None and workload not in known:
+        raise ValueError(f"defaults.workload: one of {', '.join(known)}, got {workload!r}")

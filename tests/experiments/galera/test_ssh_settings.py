@@ -97,6 +97,9 @@ def test_the_issues_example_is_read():
         ("clients", {"host": "x"}, "clients: a list of client hosts"),
         ("known_hosts", "", "known_hosts: the path of the known_hosts file"),
         ("sudo", "yes", "sudo: true or false"),
+        ("defaults", {"nodes": 3}, "defaults.nodes: from 1 to the 2 nodes listed, got 3"),
+        ("defaults", {"clients": 2}, "defaults.clients: from 1 to the 1 client hosts listed"),
+        ("defaults", {"workload": "orders"}, "defaults.workload: one of oltp_read_write"),
         ("workloads.my_orders.script", None, "workloads.my_orders.script: the path of the Lua"),
         ("workloads.my_orders.options.hot_share.kind", "categorical",
          "workloads.my_orders.options.hot_share.kind: one of integer, continuous"),
@@ -129,6 +132,11 @@ def test_sudo_and_known_hosts_have_target_wide_defaults():
     assert [n.host.sudo for n in ssh_nodes(every)] == [True, False]
     assert [c.sudo for c in ssh_clients(every)] == [True]
     assert not any(n.host.sudo for n in ssh_nodes(SETTINGS))
+
+
+def test_defaults_within_the_hosts_and_workloads_pass():
+    check_ssh_settings(changed("defaults", {"nodes": 2, "clients": 1, "workload": "my_orders"}))
+    check_ssh_settings(changed("clients", None) | {"defaults": {"clients": 8}})
 
 
 def test_two_nodes_on_one_machine_differ_by_port():
