@@ -1,9 +1,11 @@
-"""What the suite started and left running: lab nodes, sysbench, delay proxies, namespaces.
+"""What the suite started and left running: lab nodes, sysbench, delay proxies, sshd, the
+service's APIs and workers, namespaces.
 
 Every process the suite starts inherits `RUN_MARK` in its environment (set when the suite's
 conftest is imported; child processes of children keep it), so a leftover is recognised by what
 the suite made, never by name alone: the system MariaDB and another run's processes lack this
-run's mark. Namespaces are recognised by the lab's name prefix, less those there at the start.
+run's mark. Namespaces are recognised by the lab's name prefix, less those there at the start
+and those holding another run's processes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ RUN_MARK = "GALERA_DOE_TEST_RUN"
 NAMESPACE_PREFIX = "gdoe"
 _KINDS = {"mariadbd": "lab node", "sysbench": "sysbench", "sshd": "sshd (tests.ssh_hosts)"}
 _DELAY_PROXY = "worker.lab.wan.delay_proxy"
+# The service's own processes (a demo killed by a time-out leaves its API and worker running).
+_SERVICE = {"app.main:app": "API", "worker.celery_app:celery_app": "worker"}
 
 
 def mark_this_run() -> str:
@@ -55,11 +59,15 @@ def _marked(pid: str, mark: str) -> bool:
 def _kind(argv: list[str]) -> str | None:
     if _DELAY_PROXY in argv:
         return "delay proxy"
+    for module, kind in _SERVICE.items():
+        if module in argv:
+            return kind
     return _KINDS.get(Path(argv[0]).name) if argv else None
 
 
 def processes(mark: str) -> list[Leftover]:
-    """The lab nodes, sysbench runs and delay proxies of the run marked `mark` that run now."""
+    """The lab nodes, sysbench runs, delay proxies, sshd, APIs and workers of the run marked
+    `mark` that run now."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -83,8 +91,15 @@ def leftovers(mark: str, namespaces_before: set[str], *, grace_s: float = 10.0) 
     deadline = time.monotonic() + grace_s
     while (found := processes(mark)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    made = sorted(namespaces() - namespaces_before)
+    made = sorted(name for name in namespaces() - namespaces_before if _ours(name, mark))
     return found + [Leftover("network namespace", None, name) for name in made]
+
+
+def _ours(namespace: str, mark: str) -> bool:
+    """Whether every process in `namespace` is of the run marked `mark` (or none is): another
+    run's namespace, made while this one ran, holds that run's processes."""
+    done = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
+    return all(_marked(pid, mark) for pid in done.stdout.split())
 
 
 def remove(found: list[Leftover]) -> None:

@@ -7,6 +7,7 @@ workers. Every trial still ends `succeeded`, once, and a lost attempt is recorde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -74,6 +75,8 @@ class Stack:
         }
         self.api_port = free_port()
         self.api_key: str | None = None
+        self._workers_started = 0
+        self._api_log_start = 0
         self.client = Client(f"http://127.0.0.1:{self.api_port}")
 
     def start(self) -> None:
@@ -107,7 +110,8 @@ class Stack:
 
     def start_worker(self, env: Mapping[str, str] | None = None) -> ChildProcess:
         """One more worker; `env` overrides the stack's settings for it alone."""
-        name = f"worker{len(self.workers) + 1}"
+        self._workers_started += 1
+        name = f"worker{self._workers_started}"
         child = ChildProcess(
             name, worker_command("INFO"), env=self.env | dict(env or {}), log_dir=self.root
         )
@@ -117,6 +121,23 @@ class Stack:
     def worker_logs(self) -> str:
         """Everything the workers printed."""
         return "\n".join(w.log_path.read_text(errors="replace") for w in self.workers)
+
+    def api_log(self) -> str:
+        """What the API printed since the stack was last `reset`."""
+        assert self.api is not None
+        self.api.tail()  # flushes
+        return self.api.log_path.read_bytes()[self._api_log_start :].decode(errors="replace")
+
+    def reset(self) -> None:
+        """Ready for the next test of a module sharing the stack: its workers stopped, the
+        broker emptied (a killed worker's unacked message, a queue left behind), the API's
+        log read from here on."""
+        for worker in self.workers:
+            worker.stop(timeout=15)
+        self.workers = []
+        redis.Redis(port=self.redis_port).flushall()
+        if self.api is not None:
+            self._api_log_start = self.api.log_path.stat().st_size
 
     def stop(self) -> None:
         for child in [*self.workers, self.api, self.redis]:
@@ -138,14 +159,29 @@ def ready(worker: ChildProcess) -> bool:
     return " ready." in worker.log_path.read_text(errors="replace")
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    running = Stack(tmp_path)
+@contextlib.contextmanager
+def started(stack: Stack) -> Iterator[Stack]:
+    """`stack` started, and stopped at the end even after a start that failed half-way."""
     try:
-        running.start()
-        yield running
+        stack.start()
+        yield stack
     finally:
-        running.stop()
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def module_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One Redis and API for the module: starting them is most of a short test's time."""
+    with started(Stack(tmp_path_factory.mktemp("faults"))) as stack:
+        yield stack
+
+
+@pytest.fixture
+def stack(module_stack: Stack) -> Iterator[Stack]:
+    """The module's stack, with no worker and an empty broker when each test starts."""
+    module_stack.reset()
+    yield module_stack
+    module_stack.reset()
 
 
 def wait_completed(client: Client, experiment_id: int, timeout: float) -> dict:
@@ -260,5 +296,4 @@ def test_a_message_held_by_a_killed_worker_is_sent_again(stack: Stack):
     # Run once: one success in the logs, whoever else received a copy skipped it.
     outcomes = re.findall(rf"trial {held} outcome: (\w+)", stack.worker_logs())
     assert outcomes.count("succeeded") == 1 and set(outcomes) <= {"succeeded", "skipped"}
-    assert stack.api is not None
-    assert "had lost their message and were sent again" in stack.api.tail(400)
+    assert "had lost their message and were sent again" in stack.api_log()

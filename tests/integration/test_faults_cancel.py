@@ -19,7 +19,7 @@ from app.config import Settings
 from client.http import Client
 from client.processes import ChildProcess, free_port, wait_until
 from tests.integration import test_lab
-from tests.integration.test_faults import SPEC, Stack, ready
+from tests.integration.test_faults import SPEC, Stack, ready, started
 from worker.lab import layout as lab_layout
 from worker.lab import supervisor as lab_supervisor
 from worker.tasks import STOPPED_MID_TRIAL
@@ -33,15 +33,19 @@ FOUR_TRIALS = {key: value for key, value in SPEC.items() if key != "name"} | {"t
 STOPPED_WITHIN_S = 6
 
 
+@pytest.fixture(scope="module")
+def module_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Redis and the API on a SQLite file, for the module; 10 s leases, a reaper every second."""
+    with started(Stack(tmp_path_factory.mktemp("cancel"), targets=[LONG])) as stack:
+        yield stack
+
+
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    """Redis, the API and one worker on a SQLite file; 10 s leases, a reaper every second."""
-    running = Stack(tmp_path, targets=[LONG])
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
+def stack(module_stack: Stack) -> Iterator[Stack]:
+    """The module's stack, with no worker and an empty broker when each test starts."""
+    module_stack.reset()
+    yield module_stack
+    module_stack.reset()
 
 
 def _database_path(database_url: str) -> str:

@@ -38,7 +38,7 @@ import pytest
 
 from client.http import ApiError, Client
 from client.processes import ChildProcess, free_port, wait_until
-from tests.integration.test_faults import SPEC, Stack, ready, wait_completed
+from tests.integration.test_faults import SPEC, Stack, ready, started, wait_completed
 
 pytestmark = pytest.mark.integration
 
@@ -158,11 +158,8 @@ def stack(tmp_path: Path, metadata_server: MetadataServer) -> Iterator[Stack]:
         targets=[PACED],
         env={"GALERA_DOE_TRIAL_LEASE_SECONDS": "60", "GALERA_DOE_DB_RETRY_SECONDS": "120"},
     )
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
+    with started(running) as stack:
+        yield stack
 
 
 def test_a_database_restart_loses_no_result(stack: Stack, metadata_server: MetadataServer):
@@ -258,12 +255,8 @@ def sqlite_stack(tmp_path: Path) -> Iterator[Stack]:
         "kind": "simulated",
         "settings": {"seconds_per_trial": LOCKED_TRIAL_S},
     }
-    running = Stack(tmp_path, targets=[target])
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
+    with started(Stack(tmp_path, targets=[target])) as stack:
+        yield stack
 
 
 def test_a_lease_run_out_under_a_sqlite_lock_ends_the_trial_one_way(sqlite_stack: Stack):
