@@ -15,6 +15,7 @@ from experiments.galera.provider_options import (
     provider_value,
 )
 from experiments.galera.restart_settings import config_value, is_restart_only
+from experiments.galera.ssh_settings import OperatorWorkload, operator_workloads
 from experiments.galera.variable_policy import check_settings
 from experiments.galera.workloads import WORKLOAD_OPTIONS, WORKLOADS
 from worker.targets.base import InfeasibleError, Value
@@ -61,19 +62,32 @@ def plan_trial(
     warmup_s: int,
 ) -> TrialPlan:
     """The trial's settings (`config` over `defaults`); InfeasibleError for values no cluster
-    can run. `settings` are the target's (its policy on server variables)."""
+    can run. `settings` are the target's (its policy on server variables, the operator's own
+    workloads an `ssh` target declares: levels of `workload`, their options its factors)."""
     merged = {**defaults, **config}
     workload = str(merged["workload"])
-    if workload not in WORKLOADS:
-        raise InfeasibleError(f"workload must be one of {', '.join(WORKLOADS)}")
+    declared = _declared_workloads(settings)
+    if workload not in WORKLOADS and workload not in declared:
+        raise InfeasibleError(f"workload must be one of {', '.join((*WORKLOADS, *declared))}")
     merged.setdefault("load_nodes", merged["nodes"])
     numbers = _counts(merged)
     wan = _wan(merged, numbers["nodes"])
-    server = _server_settings(config, settings)
+    own = {name: w for w in declared.values() for name in w.options}
+    server = _server_settings({k: v for k, v in config.items() if k not in own}, settings)
+    options = (
+        _declared_options(merged, declared[workload])
+        if workload in declared
+        else _workload_options(merged, workload, tpcc_scale=tpcc_scale, warmup_s=warmup_s)
+    )
+    # An option of another of the operator's workloads set by the trial (a default of one only
+    # applies to its own workload).
+    foreign = [k for k in own if k in config and own[k].name != workload]
+    if foreign:
+        raise InfeasibleError(f"{foreign[0]} applies to the {own[foreign[0]].name} workload only")
     return TrialPlan(
         workload=workload,
         variables=server.variables,
-        options=_workload_options(merged, workload, tpcc_scale=tpcc_scale, warmup_s=warmup_s),
+        options=options,
         sites=int(wan["sites"]),
         wan_rtt_ms=float(wan["wan_rtt_ms"]),
         wan_jitter_ms=float(wan["wan_jitter_ms"]),
@@ -172,4 +186,35 @@ def _workload_options(
             "tpcc_scale": tpcc_scale,
             "tpcc_warmup": warmup_s,
         }
+    return options
+
+
+def _declared_workloads(settings: Mapping[str, Any]) -> dict[str, OperatorWorkload]:
+    """The operator's workloads the target's settings declare (none on most targets)."""
+    if "workloads" not in settings:
+        return {}
+    try:
+        return operator_workloads(settings)
+    except ValueError as error:
+        raise InfeasibleError(f"settings.{error}") from error
+
+
+def _declared_options(merged: Mapping[str, Value], workload: OperatorWorkload) -> dict[str, Value]:
+    """The values of the operator's workload's options the trial sets (its script's defaults
+    for the others), each of its declared kind and in its range; a project workload's option
+    is refused."""
+    project = [k for names in WORKLOAD_OPTIONS.values() for k in names if k in merged]
+    if project:
+        raise InfeasibleError(f"{project[0]} does not apply to the {workload.name} workload")
+    options: dict[str, Value] = {}
+    for name, option in workload.options.items():
+        if name not in merged:
+            continue
+        value = merged[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not option.low <= value <= option.high:
+            raise InfeasibleError(f"{name} must be from {option.low:g} to {option.high:g}")
+        if option.whole and float(value) != int(value):
+            raise InfeasibleError(f"{name} must be a whole number")
+        options[name] = int(value) if option.whole else float(value)
     return options
