@@ -203,8 +203,10 @@ class Emulation:
                 "UsePAM no",
                 "StrictModes no",
                 "PrintMotd no",
-                # What sessions start carries the suite's mark: the leak check finds it.
-                f"SetEnv {leaks.RUN_MARK}={mark}",
+                # What sessions start carries the suite's mark: the leak check finds it. SHLVL:
+                # bash skips ~/.bashrc for a command sshd gives it (this machine's runs pyenv
+                # rehash, a second's work under a lock), as a server's plain account would.
+                f"SetEnv {leaks.RUN_MARK}={mark} SHLVL=1",
                 "",
             ]
         )

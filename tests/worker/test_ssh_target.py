@@ -18,8 +18,8 @@ import pytest
 
 from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation  # noqa: F401
 from worker import galera_sql
-from worker.targets.base import InfrastructureError, TargetError
-from worker.targets.ssh.hosts import HostError
+from worker.targets.base import InfrastructureError, TargetError, TrialCancelledError
+from worker.targets.ssh.hosts import Host, HostError, HostPool
 from worker.targets.ssh.target import SshTarget
 
 pytestmark = pytest.mark.integration
@@ -156,7 +156,61 @@ def test_a_restart_only_setting_is_applied_rolling_the_cluster_primary(
     assert "innodb_log_buffer_size=33554432" in (target.services[2].dropin() or "")
 
 
+def test_a_trial_runs_on_the_cluster_over_ssh(target: SshTarget) -> None:
+    config = {"nodes": 2, "clients": 2, "threads_per_client": 2, "runtime_s": 10}
+    started = time.monotonic()
+    result = target.run(config | {"workload": "oltp_read_only"}, run_key=1)
+    print(f"a 10 s trial on the ssh target took {time.monotonic() - started:.1f} s")
+    assert result.responses["tps"] > 0
+    assert _sizes(target, 2) == [2, 2]
+
+
+def test_a_forked_worker_opens_its_own_connection(emulation: Emulation) -> None:  # noqa: F811
+    host = Host(emulation.spec("client2"))
+    assert host.run(["echo", "parent"]).stdout == "parent\n"
+    child = os.fork()
+    if child == 0:  # the parent's loop thread and connection are not in the child
+        os._exit(0 if host.run(["echo", "child"], timeout=30).stdout == "child\n" else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert host.run(["echo", "parent"]).stdout == "parent\n"
+    host.close()
+
+
+def test_commands_at_once_start_together_and_are_killed_on_cancel(emulation: Emulation) -> None:  # noqa: F811
+    pool = HostPool([emulation.spec("client1"), emulation.spec("client2")])
+    try:
+        done = pool.run_at_once([(n, ["hostname", "-I"]) for n in pool.names], timeout=30)
+        assert [r.stdout.split() for r in done.results] == [
+            [emulation.hosts[n].address] for n in pool.names
+        ]  # each ran in its own host's namespace
+        print(f"start skew of two client hosts: {done.start_skew_s * 1000:.1f} ms")
+        assert done.start_skew_s < 0.1
+        cancel = threading.Event()
+        threading.Timer(1.0, cancel.set).start()
+        with pytest.raises(TrialCancelledError):
+            pool.run_at_once([(n, ["sleep", "317"]) for n in pool.names], timeout=30, cancel=cancel)
+        _wait_gone(emulation, "sleep 317", 5.0)  # killed by pid before run_at_once returned
+    finally:
+        pool.close()
+
+
+def _wait_gone(emulation: Emulation, command: str, timeout: float) -> None:  # noqa: F811
+    """Wait until no process of the hosts runs `command` (its wrapper shell ends just after)."""
+    deadline = time.monotonic() + timeout
+    while found := [
+        (name, pid)
+        for name in emulation.hosts
+        for pid in emulation.processes(name)
+        if command in _cmdline(pid)
+    ]:
+        assert time.monotonic() < deadline, f"{command} still runs: {found}"
+        time.sleep(0.1)
+
+
 _HOLDER = """
+import faulthandler
+faulthandler.dump_traceback_later(25, exit=True)  # the stacks, should it hang
 import sys
 from pathlib import Path
 from worker.targets.ssh.hosts import HostPool, HostSpec
@@ -167,23 +221,23 @@ HostPool([spec]).run_at_once([("client1", ["sleep", "313"])], timeout=600)
 
 def test_a_killed_worker_leaves_nothing_running_on_the_host(emulation: Emulation) -> None:  # noqa: F811
     host = emulation.hosts["client1"]
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_HOLDER), host.address, str(emulation.key),
-         str(emulation.known_hosts)],
-    )  # fmt: skip
+    errors = emulation.root / "holder.err"
+    with open(errors, "wb") as stderr:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(_HOLDER), host.address, str(emulation.key),
+             str(emulation.known_hosts)],
+            stderr=stderr,
+        )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
-        while not (
-            sleeps := [p for p in emulation.processes("client1") if "sleep 313" in _cmdline(p)]
-        ):
-            assert holder.poll() is None and time.monotonic() < deadline, "no remote sleep started"
+        while not [p for p in emulation.processes(host.name) if "sleep 313" in _cmdline(p)]:
+            assert holder.poll() is None and time.monotonic() < deadline, (
+                f"no remote sleep started; the holder's stderr: {errors.read_text()}"
+            )
             time.sleep(0.1)
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-        deadline = time.monotonic() + 10
-        while any(_cmdline(p) for p in sleeps):
-            assert time.monotonic() < deadline, "the remote sleep outlived the killed worker"
-            time.sleep(0.1)
+        _wait_gone(emulation, "sleep 313", 10.0)  # its watchdog saw the channel close
     finally:
         if holder.poll() is None:
             holder.kill()

@@ -176,18 +176,18 @@ def _tail(text: str, lines: int = 10) -> str:
 class Host:
     """One host: a connection opened on first use and reused; commands run synchronously."""
 
-    def __init__(
-        self,
-        spec: HostSpec,
-        *,
-        connect_timeout: float = 10.0,
-        _loop: _LoopThread | None = None,
-    ) -> None:
+    def __init__(self, spec: HostSpec, *, connect_timeout: float = 10.0) -> None:
         self.spec = spec
         self.connect_timeout = connect_timeout
-        self._loop = _loop or _LoopThread.get()
+        self._pid = os.getpid()
         self._connection: asyncssh.SSHClientConnection | None = None
         self._lock: asyncio.Lock | None = None
+
+    def _here(self) -> _LoopThread:
+        """This process's loop; a forked child drops the parent's connection for one of its own."""
+        if self._pid != os.getpid():
+            self._pid, self._connection, self._lock = os.getpid(), None, None
+        return _LoopThread.get()
 
     def error(self, message: str) -> HostError:
         """A HostError about this host."""
@@ -208,7 +208,7 @@ class Host:
         host says so; `check` raises HostError unless it exits 0. A command past `timeout`
         is killed and raises HostError."""
         data = input.encode() if input is not None else b""
-        done = self._loop.call(self._run(list(argv), data, privileged, timeout))
+        done = self._here().call(self._run(list(argv), data, privileged, timeout))
         if check and done.returncode != 0:
             tail = _tail(done.stderr) or "(no output)"
             raise self.error(f"`{shlex.join(argv)}` exited {done.returncode}: {tail}")
@@ -219,14 +219,14 @@ class Host:
     ) -> None:
         """Write `data` to `remote_path` (atomically: a temporary file renamed over it)."""
         argv = ["sh", "-c", _PUT, "gdoe-put", remote_path, format(mode, "o")]
-        code, _, stderr = self._loop.call(self._plain(argv, data, privileged))
+        code, _, stderr = self._here().call(self._plain(argv, data, privileged))
         if code != 0:
             raise self.error(f"cannot write {remote_path}: {_tail(_decode(stderr))}")
 
     def read(self, remote_path: str, *, privileged: bool = False) -> bytes | None:
         """The content of `remote_path`, None when it does not exist."""
         argv = ["sh", "-c", _READ, "gdoe-read", remote_path]
-        code, stdout, stderr = self._loop.call(self._plain(argv, b"", privileged))
+        code, stdout, stderr = self._here().call(self._plain(argv, b"", privileged))
         if code == _MISSING:
             return None
         if code != 0:
@@ -236,7 +236,7 @@ class Host:
     def close(self) -> None:
         """Close the connection: whatever its commands started is killed remotely."""
         if self._connection is not None:
-            self._loop.call(self._close())
+            self._here().call(self._close())
 
     # On the loop ----------------------------------------------------------------------------
 
@@ -301,10 +301,11 @@ class Host:
         async with self._lock:
             connection = await self._connect()
         try:
-            return await connection.create_process(command, encoding=None)
-        except (asyncssh.Error, OSError) as error:
+            opening = connection.create_process(command, encoding=None)
+            return await asyncio.wait_for(opening, self.connect_timeout + 20)
+        except (asyncssh.Error, OSError, TimeoutError) as error:
             self._connection = None
-            raise self.error(f"cannot open an SSH channel: {error}") from error
+            raise self.error(f"cannot open an SSH channel: {error!r}") from error
 
     async def _plain(
         self, argv: list[str], data: bytes, privileged: bool
@@ -399,11 +400,7 @@ class HostPool:
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(f"hosts listed twice: {', '.join(twice)}")
-        self._loop = _LoopThread.get()
-        self._hosts = {
-            spec.name: Host(spec, connect_timeout=connect_timeout, _loop=self._loop)
-            for spec in specs
-        }
+        self._hosts = {spec.name: Host(spec, connect_timeout=connect_timeout) for spec in specs}
 
     @property
     def names(self) -> list[str]:
@@ -426,7 +423,9 @@ class HostPool:
         opened first, then every command is released together. On cancel (TrialCancelledError),
         timeout (HostError) or any failure, every remote command is killed before this returns."""
         jobs = [(self.host(name), list(argv)) for name, argv in commands]
-        return self._loop.call(_at_once(jobs, timeout, cancel, privileged))
+        for host, _ in jobs:
+            host._here()  # a forked child opens connections of its own
+        return _LoopThread.get().call(_at_once(jobs, timeout, cancel, privileged))
 
     def close(self) -> None:
         """Close every connection (what their commands started is killed)."""
