@@ -2,11 +2,12 @@
 
 Settings (checked by `experiments.galera.ssh_settings`): `nodes`, a list of `{host, address,
 port, ssh_port, ssh_user, ssh_key, sudo, service, unit, defaults_file, dropin_dir, start, stop,
-check, bootstrap}` (`worker.targets.ssh.nodes`); `clients`, the client hosts; `known_hosts`, the
-file the hosts' keys are checked against; `user` and `password_env` (the SQL account, the
-password in that environment variable); `sudo`, the default of every host; `state_dir`, where
-the values the trials' SET GLOBALs replaced are kept (`worker.targets.restore`); `join_timeout_s`;
-`stop_at_close`, to stop every node when the worker closes the target.
+check, bootstrap}` (`worker.targets.ssh.nodes`); `clients`, the client hosts, where the clients'
+sysbench runs (`worker.targets.ssh.load`); `known_hosts`, the file the hosts' keys are checked
+against; `user` and `password_env` (the SQL account, the password in that environment
+variable); `sudo`, the default of every host; `state_dir`, where the values the trials' SET
+GLOBALs replaced are kept (`worker.targets.restore`); `join_timeout_s`; `stop_at_close`, to stop
+every node when the worker closes the target.
 
 `nodes` is the cluster's size here, as on the lab: a trial on k nodes starts the first k listed
 that do not run (each joins by IST or SST and is Synced before the next) and then stops the
@@ -33,8 +34,8 @@ from experiments.galera import ssh_settings
 from worker import galera_sql, sysbench
 from worker.targets import restore
 from worker.targets.base import InfeasibleError, InfrastructureError, TargetError
-from worker.targets.cluster import ClusterTarget
 from worker.targets.ssh.hosts import HostError, HostPool
+from worker.targets.ssh.load import ClientLoadTarget
 from worker.targets.ssh.nodes import NodeService, dropin_text, host_spec, node_spec
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ _POLL_S = 0.5
 _PROCESS_CHECK_S = 3.0  # how often a joining node's process is looked at over SSH
 
 
-class SshTarget(ClusterTarget):
+class SshTarget(ClientLoadTarget):
     """Trials on an operator's cluster reached over SSH."""
 
     kind: ClassVar[str] = "ssh"
@@ -260,12 +261,14 @@ class SshTarget(ClusterTarget):
     # Closing ---------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Put back what the drop-ins replaced, stop the nodes with `stop_at_close`, and close
-        the SSH connections (nothing the target started over them stays)."""
+        """Remove the client hosts' directories, put back what the drop-ins replaced, stop the
+        nodes with `stop_at_close`, and close the SSH connections (nothing the target started
+        over them stays)."""
         if self._closed:
             return
         self._closed = True
         try:
+            self.close_clients()
             for service in self.services:
                 with contextlib.suppress(HostError):
                     service.restore_dropin()
