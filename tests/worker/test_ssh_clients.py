@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation  # noqa: F401
-from worker.targets.base import TargetError, TrialResult
+from worker.targets.base import TargetError, TrialCancelledError, TrialResult
+from worker.targets.ssh.clients import ClientLoad
 from worker.targets.ssh.target import SshTarget
 
 pytestmark = pytest.mark.integration
@@ -169,6 +170,38 @@ def test_the_operators_workload_runs_with_its_option(target: SshTarget) -> None:
     # BEGIN, 3 selects, COMMIT: the value reached the script.
     assert result.responses["qps"] / result.responses["tps"] == pytest.approx(5, rel=0.02)
     print(f"the operator's workload on two client hosts: a 10 s trial took {wall_s:.1f} s")
+
+
+def test_a_cancelled_trial_stops_sysbench_on_the_client_hosts(
+    target: SshTarget,
+    emulation: Emulation,  # noqa: F811
+) -> None:
+    cancel = threading.Event()
+    threading.Timer(3.0, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(TrialCancelledError):
+        target.run(SHORT | {"clients": 2, "runtime_s": 60}, run_key=2, cancel=cancel)
+    assert time.monotonic() - started < 20
+    deadline = time.monotonic() + 5
+    while running := [
+        pid
+        for host in emulation.clients
+        for pid in emulation.processes(host.name)
+        if _cmdline(pid)[:1] == ["sysbench"]
+    ]:
+        assert time.monotonic() < deadline, f"sysbench left running: {running}"
+        time.sleep(0.1)
+    assert not list(Path("/tmp").glob(f"galera-doe-{NAME}.*/password-*"))
+
+
+def test_a_saturated_client_host_is_flagged_by_name() -> None:
+    load = ClientLoad(["client1", "client2"], [0.42, 0.97], start_skew_s=0.0042)
+    record = load.record()
+    assert record["clients_saturated"] is True
+    assert record["saturated_clients"] == ["client2"]
+    assert record["clients"]["start_skew_ms"] == 4.2
+    assert load.responses() == {"client_cpu_busy": 0.97}
+    assert ClientLoad(["worker"], [0.5]).record()["clients_saturated"] is False
 
 
 def test_without_client_hosts_sysbench_runs_on_the_worker(
