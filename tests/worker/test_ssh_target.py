@@ -20,12 +20,14 @@ from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation  # 
 from worker import galera_sql
 from worker.targets.base import InfrastructureError, TargetError, TrialCancelledError
 from worker.targets.ssh.hosts import Host, HostError, HostPool
+from worker.targets.ssh.nodes import DROPIN_NAME
 from worker.targets.ssh.target import SshTarget
 
 pytestmark = pytest.mark.integration
 
 # Restart-only: a server variable and a provider option (merged into the node's own options).
 SETTINGS = {"innodb_log_buffer_size": "33554432", "gcache.size": "96M"}
+OPERATORS_FILE = "[mysqld]\n# the operator's own file\n"
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +118,11 @@ def test_the_cluster_resizes_2_3_2_seen_by_every_node(
 
 def test_a_restart_only_setting_is_applied_rolling_the_cluster_primary(
     target: SshTarget,
+    emulation: Emulation,  # noqa: F811
 ) -> None:
     target.nodes_for(2)  # as the resize left it: two restarts, not three
+    # A file of the operator's at the drop-in's path on the stopped node3: put back at close.
+    (emulation.hosts["node3"].dropin_dir / DROPIN_NAME).write_text(OPERATORS_FILE)
     seen: list[tuple[str, str, int]] = []
     stop = threading.Event()
 
@@ -256,4 +261,6 @@ def test_closing_the_target_leaves_nothing_on_the_hosts(
             break
         assert time.monotonic() < deadline, f"left on the hosts: {left}"
         time.sleep(0.2)
-    assert all(not (h.home / "conf.d" / "zz-galera-doe.cnf").exists() for h in emulation.nodes)
+    node1, node2, node3 = (h.dropin_dir / DROPIN_NAME for h in emulation.nodes)
+    assert not node1.exists() and not node2.exists()
+    assert node3.read_text() == OPERATORS_FILE

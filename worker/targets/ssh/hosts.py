@@ -48,7 +48,7 @@ if [ "$n" -gt 0 ]; then
 fi
 sh -c 'echo "@gdoe $$ $(date +%s.%N)" >&2; exec setsid "$@"' gdoe "$@" <"$t" 3<&- &
 c=$!
-{ while IFS= read -r _; do :; done; kill -KILL -- "-$c"; } <&3 >/dev/null 2>&1 &
+{ while IFS= read -r _; do :; done; kill -s KILL -- "-$c"; } <&3 >/dev/null 2>&1 &
 w=$!
 exec 3<&-
 wait "$c"; r=$?
@@ -367,7 +367,7 @@ class Host:
         """Kill a command's process group by its pid, then close its channel (the watchdog
         kills it too, should the kill not get through)."""
         if started.pid is not None and not started.done:
-            argv = ["kill", "-KILL", "--", f"-{started.pid}"]
+            argv = ["kill", "-s", "KILL", "--", f"-{started.pid}"]
             with contextlib.suppress(HostError, asyncssh.Error, OSError, TimeoutError):
                 await asyncio.wait_for(self._plain(argv, b"", started.privileged), _KILL_TIMEOUT_S)
         started.process.close()
