@@ -19,6 +19,7 @@ that is missing or does not load fails it, naming the setting.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -47,6 +48,8 @@ from worker.targets.ssh.clients import (
 )
 from worker.targets.ssh.hosts import HostPool, HostSpec
 from worker.targets.trial_plan import TrialPlan
+
+log = logging.getLogger(__name__)
 
 # sysbench's argv for an operator's workload is that of a workload on the same tables with
 # its script put in place: nothing else of the argv depends on the workload.
@@ -152,25 +155,37 @@ class ClientLoadTarget(ClusterTarget):
         secret: sysbench.PasswordFile | None,
     ) -> list[str]:
         """Run the clients where they run, measuring each load generator's CPU."""
-        if not self.client_hosts:
-            before = local_cpu()
-            try:
-                outputs = super()._benchmark(argvs, plan, cancel, secret)
-            except TargetError as error:
-                named = self._named(error, plan.workload, WORKER)
-                if named is error:
-                    raise
-                raise named from error
-            self._load = ClientLoad([WORKER], [busy_share(before, local_cpu())])
-            return outputs
+        if self.client_hosts:
+            return self._on_client_hosts(argvs, plan, cancel, secret)
+        before = local_cpu()
+        try:
+            outputs = super()._benchmark(argvs, plan, cancel, secret)
+        except TargetError as error:
+            named = self._named(error, plan.workload, WORKER)
+            if named is error:
+                raise
+            raise named from error
+        self._load = ClientLoad([WORKER], [busy_share(before, local_cpu())])
+        return outputs
+
+    def _on_client_hosts(
+        self,
+        argvs: list[list[str]],
+        plan: TrialPlan,
+        cancel: threading.Event | None,
+        secret: sysbench.PasswordFile | None,
+    ) -> list[str]:
+        """Client i's sysbench on client host i, all started at one instant."""
         commands = [(self.client_hosts[i].name, argv) for i, argv in enumerate(argvs)]
         config_file = os.pread(secret.fd, _CONFIG_MAX, 0) if secret is not None else None
-        results, self._load = self.client_machines().run(
+        results, load = self.client_machines().run(
             commands,
             config_file=config_file,
             timeout=plan.runtime_s + self.warmup_s + 120,
             cancel=cancel,
         )
+        self._load = load
+        _log_load(load)
         for (host, _), (code, output) in zip(commands, results, strict=True):
             if code != 0:
                 tail = self._redact(output[-2000:])
@@ -189,4 +204,21 @@ class ClientLoadTarget(ClusterTarget):
             f"target '{self.name}': settings.workloads.{workload}.script: {declared.script}"
             f" failed on {where} (it must load in sysbench and declare --tables, --table_size"
             f" and its options): {error}"
+        )
+
+
+def _log_load(load: ClientLoad) -> None:
+    """How far apart the client hosts started and how busy they were; a warning when one was
+    saturated."""
+    busy = zip(load.hosts, load.cpu_busy, strict=True)
+    log.info(
+        "%d client host(s) started within %.1f ms; CPU busy %s",
+        len(load.hosts),
+        (load.start_skew_s or 0) * 1000,
+        ", ".join(f"{host} {share:.2f}" for host, share in busy),
+    )
+    if load.saturated:
+        log.warning(
+            "client host(s) saturated, the load generator may have been the limit: %s",
+            ", ".join(load.saturated),
         )
