@@ -24,7 +24,7 @@ from worker.lab import procfs
 RUN_MARK = "GALERA_DOE_TEST_RUN"
 # worker.lab.layout.LabLayout.namespace: gdoe<galera port base>s<site>.
 NAMESPACE_PREFIX = "gdoe"
-_KINDS = {"mariadbd": "lab node", "sysbench": "sysbench", "sshd": "sshd (tests.ssh_hosts)"}
+_KINDS = {"mariadbd": "lab node", "sysbench": "sysbench"}
 _DELAY_PROXY = "worker.lab.wan.delay_proxy"
 # The service's own processes (a demo killed by a time-out leaves its API and worker running).
 _SERVICE = {"app.main:app": "API", "worker.celery_app:celery_app": "worker"}
@@ -62,6 +62,8 @@ def _kind(argv: list[str]) -> str | None:
     for module, kind in _SERVICE.items():
         if module in argv:
             return kind
+    if argv and argv[0].startswith("sshd: "):
+        return "sshd"  # it retitles itself: "sshd: /usr/sbin/sshd -D -e -f <config> [listener]"
     return _KINDS.get(Path(argv[0]).name) if argv else None
 
 
@@ -74,7 +76,10 @@ def processes(mark: str) -> list[Leftover]:
             continue
         argv = procfs.argv(int(entry.name))
         kind = _kind(argv)
-        if kind is not None and _marked(entry.name, mark):
+        # sshd's title overwrites its environment: the run's mark is in its config's path
+        # (tests.ssh_hosts puts it in the emulation's directory).
+        ours = kind == "sshd" and mark in argv[0]
+        if kind is not None and (ours or _marked(entry.name, mark)):
             found.append(Leftover(kind, int(entry.name), " ".join(argv).strip()))
     return found
 

@@ -8,7 +8,7 @@ through it and nothing else leaves. In each namespace Debian's sshd runs in the 
 here. Node hosts hold a Galera option file (`my.cnf`, including a drop-in directory) and an
 empty datadir under /var/tmp (the mysql user traverses every parent), the first one
 initialised with the SQL user of the tests; their servers are started over SSH by the target
-code, never here. Client hosts only run sshd (sysbench is this machine's).
+code, never here. Client hosts run sshd; the target runs its clients' sysbench there over SSH.
 
 `emulation` is a module-scoped fixture: one set of hosts per test module.
 """
@@ -107,7 +107,9 @@ class Emulation:
 
     def __init__(self, nodes: int = 3, clients: int = 2) -> None:
         self.tag = f"{random.randrange(16**4):04x}"
-        self.root = Path(tempfile.mkdtemp(prefix=f"gdoeh-{self.tag}-", dir="/var/tmp"))
+        # The run's mark in the path: the leak check knows this run's sshd by its config file.
+        mark = os.environ.get(leaks.RUN_MARK, "unmarked")
+        self.root = Path(tempfile.mkdtemp(prefix=f"gdoeh-{self.tag}-{mark}-", dir="/var/tmp"))
         self.root.chmod(0o755)  # the mysql user traverses it to the datadirs
         self.subnet = free_subnet()
         self.bridge = f"{NAMESPACE_PREFIX}b{self.tag}"
