@@ -7,8 +7,10 @@ setup:
 demo: setup
 	.venv/bin/galera-doe demo
 
+# Two workers: one runs the lab modules in order (one cluster), the other the rest beside it
+# (tests/conftest.py: LabInOneUnit).
 test: setup lint
-	.venv/bin/pytest
+	.venv/bin/pytest --numprocesses=2 --dist=loadscope --no-loadscope-reorder
 
 # The inner loop: the pure and API tests (no lab cluster, no worker process), a few minutes.
 test-fast:

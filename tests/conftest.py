@@ -13,6 +13,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncmy
 import pytest
@@ -20,6 +21,7 @@ import redis
 import yaml
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
+from xdist.scheduler import LoadScopeScheduling
 
 from app.config import Settings
 from app.db.migrate import upgrade_to_head
@@ -36,7 +38,13 @@ from worker.lab.layout import LabLayout, free_layout
 from worker.lab.supervisor import LabCluster
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
-TEST_REDIS_URL = os.environ.get("GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
+# The suite's Redis database; an xdist worker gwN takes this number plus 4 N (gw1: 15), beside
+# the modules' own (12 the CLI's, 13 the demo's, 14 the schema fuzzer's).
+_REDIS_SERVER, _REDIS_DB = os.environ.get(
+    "GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11"
+).rsplit("/", 1)
+_XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
+TEST_REDIS_URL = f"{_REDIS_SERVER}/{int(_REDIS_DB) + 4 * _XDIST_WORKER}"
 BACKENDS = ("sqlite", "mariadb")
 
 
@@ -88,7 +96,7 @@ NOT_FAST = (
 )
 
 
-# The modules that run the suite's lab cluster (`suite_lab_layout`), last and in this order: the
+# The modules that run the suite's lab cluster (`suite_lab_layout`), first and in this order: the
 # demo's first trial bootstraps it; test_galera ends by wiping it (its own bootstrap test).
 LAB_MODULES = (
     "tests/integration/test_demo.py",
@@ -101,11 +109,27 @@ LAB_MODULES = (
 
 def _lab_rank(item: pytest.Item) -> int:
     path = item.nodeid.split("::", 1)[0]
-    return LAB_MODULES.index(path) if path in LAB_MODULES else -1
+    return LAB_MODULES.index(path) if path in LAB_MODULES else len(LAB_MODULES)
+
+
+class LabInOneUnit(LoadScopeScheduling):
+    """xdist's schedule for `make test` (`--dist=loadscope`): the lab modules are one unit of
+    work, run in order by one worker while the others run the rest, each module a unit (its
+    fixtures set up once). A scheduler, not xdist_group marks: pytest 9.2 ignores the node ids
+    that loadgroup rewrites (pytest-dev/pytest-xdist#1386)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return "lab" if path in LAB_MODULES else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LabInOneUnit | None:
+    """The lab in one unit of work under `--dist=loadscope`; xdist's own schedule otherwise."""
+    return LabInOneUnit(config, log) if config.getvalue("dist") == "loadscope" else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the fast tests (`make test-fast`); run the lab modules last, one after the other."""
+    """Mark the fast tests (`make test-fast`); run the lab modules first, one after the other."""
     items.sort(key=_lab_rank)
     for item in items:
         path = item.nodeid.split("::", 1)[0]

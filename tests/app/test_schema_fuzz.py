@@ -58,7 +58,7 @@ from worker.targets.base import Target, TargetError
 from worker.targets.cluster import ClusterTarget
 from worker.targets.lab import LabTarget
 
-FUZZ_REDIS_URL = os.environ.get("GALERA_DOE_TEST_FUZZ_REDIS_URL", "redis://127.0.0.1:6379/13")
+FUZZ_REDIS_URL = os.environ.get("GALERA_DOE_TEST_FUZZ_REDIS_URL", "redis://127.0.0.1:6379/14")
 # Fixed so the suite is the same every run; raise them by hand to search deeper.
 MAX_EXAMPLES = int(os.environ.get("GALERA_DOE_FUZZ_EXAMPLES", "25"))
 SPACE_EXAMPLES = int(os.environ.get("GALERA_DOE_FUZZ_SPACE_EXAMPLES", "200"))

@@ -18,7 +18,7 @@ import redis
 from app.config import Settings
 from client.http import Client
 from client.processes import ChildProcess, free_port, wait_until
-from tests.integration import test_lab
+from tests.integration import test_faults, test_lab
 from tests.integration.test_faults import SPEC, Stack, ready, started
 from worker.lab import layout as lab_layout
 from worker.lab import supervisor as lab_supervisor
@@ -35,17 +35,13 @@ STOPPED_WITHIN_S = 6
 
 @pytest.fixture(scope="module")
 def module_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """Redis and the API on a SQLite file, for the module; 10 s leases, a reaper every second."""
-    with started(Stack(tmp_path_factory.mktemp("cancel"), targets=[LONG])) as stack:
-        yield stack
+    """Redis and the API on a SQLite file, for the module; 10 s leases, a reaper every second.
+    `stack` gives each test this stack with no worker and an empty broker."""
+    with started(Stack(tmp_path_factory.mktemp("cancel"), targets=[LONG])) as running:
+        yield running
 
 
-@pytest.fixture
-def stack(module_stack: Stack) -> Iterator[Stack]:
-    """The module's stack, with no worker and an empty broker when each test starts."""
-    module_stack.reset()
-    yield module_stack
-    module_stack.reset()
+stack = test_faults.stack
 
 
 def _database_path(database_url: str) -> str:
