@@ -14,6 +14,8 @@ from worker.targets.base import TargetError
 from worker.targets.ssh.checks import check_local_files
 
 SCRIPT = """sysbench.cmdline.options = {
+  tables = {"Number of tables", 1},
+  table_size = {"Rows per table", 10000},
   orders_per_trx = {"Orders per transaction", 4},
   hot_share = {"Share of orders on the hot rows", 0.5},
 }
@@ -122,10 +124,17 @@ def test_a_workload_script_that_does_not_load_is_named(tmp_path: Path, script: s
 
 
 def test_an_option_the_script_does_not_declare_is_named(tmp_path: Path):
-    script = 'sysbench.cmdline.options = {orders_per_trx = {"Orders", 4}}\nfunction event() end\n'
+    script = SCRIPT.replace('  hot_share = {"Share of orders on the hot rows", 0.5},\n', "")
     message = refusal(with_client_key(tmp_path, staging(tmp_path, script=script)))
     assert message.startswith("target 'staging': settings.workloads.my_orders.options.hot_share: ")
     assert "does not declare it in sysbench.cmdline.options" in message
+
+
+def test_a_script_must_declare_the_schema_options_the_service_passes(tmp_path: Path):
+    script = SCRIPT.replace('  table_size = {"Rows per table", 10000},\n', "")
+    message = refusal(with_client_key(tmp_path, staging(tmp_path, script=script)))
+    assert message.startswith("target 'staging': settings.workloads.my_orders.script: ")
+    assert "does not declare --table_size" in message
 
 
 def test_a_script_declaring_no_options_takes_any(tmp_path: Path):

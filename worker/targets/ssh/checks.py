@@ -33,6 +33,9 @@ HELP_TIMEOUT_S = 30
 _NO_HELP = "does not implement the 'help' command"
 # The options a script's `help` lists: "  --name=N  description", "  --name[=on|off] ...".
 _HELP_OPTION = re.compile(r"^\s+--([a-z][a-z0-9_]*)", re.MULTILINE)
+# What the service passes every workload (the schema it prepares): a script that declares
+# options must declare these too, or sysbench refuses the run.
+SERVICE_OPTIONS = ("tables", "table_size")
 
 
 def check_local_files(
@@ -114,6 +117,13 @@ def help_problem(workload: OperatorWorkload, returncode: int, output: str) -> st
     if returncode != 0:  # no options declared: the script reads any option it is given
         return ""
     listed = set(_HELP_OPTION.findall(output))
+    unlisted = [name for name in SERVICE_OPTIONS if name not in listed]
+    if unlisted:
+        return (
+            f"{where}.script: {workload.script} does not declare --{unlisted[0]} in"
+            " sysbench.cmdline.options: the service passes --tables and --table_size (the"
+            " schema it prepares) to every workload, so sysbench would refuse the run"
+        )
     missing = [name for name in workload.options if name not in listed]
     if missing:
         return (
