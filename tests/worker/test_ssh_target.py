@@ -249,6 +249,32 @@ def test_a_killed_worker_leaves_nothing_running_on_the_host(emulation: Emulation
             holder.wait()
 
 
+def test_a_cluster_found_down_bootstraps_from_the_node_that_left_last(target: SshTarget) -> None:
+    target.nodes_for(2)
+    node1, node2 = target.services[:2]
+    node1.stop()
+    deadline = time.monotonic() + 60
+    # Until node2 saw node1 leave: it is the last, alone.
+    while galera_sql.node_health(node2.node, target.credentials).cluster_size != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    node2.stop()
+    assert [s.saved_state()[1]["safe_to_bootstrap"] for s in (node1, node2)] == ["0", "1"]
+    # node1, first listed, cannot bootstrap (Galera refuses it): node2 must.
+    assert len(target.nodes_for(2)) == 2
+    assert _sizes(target, 2) == [2, 2]
+
+    node2.stop()
+    node1.stop()
+    for service in (node1, node2, target.services[2]):  # as after a crash: no seqno, none safe
+        edits = ["-e", "s/^safe_to_bootstrap: 1/safe_to_bootstrap: 0/"]
+        edits += ["-e", "s/^seqno:.*/seqno: -1/"]
+        service.host.run(["sed", "-i", *edits, f"{service.datadir}/grastate.dat"], check=True)
+    with pytest.raises(TargetError, match=r"none is safe to bootstrap.*check node1, node2, node3"):
+        target.nodes_for(2)  # which one to trust is the operator's call (galera_recovery)
+    node1.mark_safe_to_bootstrap()
+
+
 def test_closing_the_target_leaves_nothing_on_the_hosts(
     target: SshTarget,
     emulation: Emulation,  # noqa: F811

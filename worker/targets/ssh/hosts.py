@@ -58,7 +58,6 @@ exit "$r"
 """
 _MARKER = b"@gdoe "
 _READY = b"@gdoe-ready\n"
-_NO_START = 125  # the wrapper's own failure (no temporary file, stdin closed early)
 # put: into a temporary file beside the target, then renamed over it (never half written).
 _PUT = r"""umask 077; t=$(mktemp "$1.XXXXXX") || exit 1
 cat >"$t" && chmod "$2" "$t" && mv -f "$t" "$1" || { rm -f "$t"; exit 1; }"""
@@ -106,16 +105,14 @@ class Completed:
 
 @dataclass(frozen=True)
 class AtOnce:
-    """Commands started together: their results in the order given, and how far apart the
-    hosts report having started them."""
+    """Commands started together: results in the order given, and the hosts' start skew."""
 
     results: list[Completed]
     start_skew_s: float
 
 
 class _LoopThread:
-    """The process's asyncio loop, in a daemon thread; a forked child makes its own (threads
-    do not survive a fork)."""
+    """The process's asyncio loop in a daemon thread (a forked child makes one of its own)."""
 
     _lock = threading.Lock()
     _current: _LoopThread | None = None
@@ -163,10 +160,16 @@ def _wrapped(argv: Sequence[str], *, gated: bool, size: int, sudo: bool) -> str:
     return shlex.join(["sudo", "-n", *parts] if sudo else parts)
 
 
+def _send(process: asyncssh.SSHClientProcess[bytes], data: bytes, *, eof: bool = False) -> None:
+    """Write to a command's stdin; one that ended without reading it says why by its exit."""
+    with contextlib.suppress(BrokenPipeError, asyncssh.Error):
+        process.stdin.write(data)
+        if eof:
+            process.stdin.write_eof()
+
+
 def _decode(data: bytes | str | None) -> str:
-    if isinstance(data, str):
-        return data
-    return (data or b"").decode("utf-8", errors="replace")
+    return data if isinstance(data, str) else (data or b"").decode("utf-8", errors="replace")
 
 
 def _tail(text: str, lines: int = 10) -> str:
@@ -314,8 +317,7 @@ class Host:
         sudo = privileged and self.spec.sudo
         process = await self._session(shlex.join(["sudo", "-n", *argv] if sudo else argv))
         try:
-            process.stdin.write(data)
-            process.stdin.write_eof()
+            _send(process, data, eof=True)
             done = await asyncio.wait_for(process.wait(), 120)
         except (asyncssh.Error, OSError, TimeoutError) as error:
             raise self.error(f"`{shlex.join(argv[:2])}` failed: {error!r}") from error
@@ -377,7 +379,7 @@ class Host:
     ) -> Completed:
         started = await self._start(argv, gated=False, size=len(data), privileged=privileged)
         try:
-            started.process.stdin.write(data)
+            _send(started.process, data)
             return await asyncio.wait_for(self._collect(started), timeout)
         except TimeoutError:
             raise self.error(f"`{shlex.join(argv)}` did not finish within {timeout:g} s") from None
@@ -454,7 +456,7 @@ async def _at_once(
             asyncio.gather(*(s.host._ready(s) for s in started)), deadline - time.monotonic()
         )
         for each in started:
-            each.process.stdin.write(b"\n")
+            _send(each.process, b"\n")
         collecting = asyncio.gather(*(s.host._collect(s) for s in started))
         results = await _unless_cancelled(collecting, deadline - time.monotonic(), cancel)
     except TimeoutError:
