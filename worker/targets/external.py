@@ -15,22 +15,20 @@ each back in the cluster before the next.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
-from worker import galera_sql, sysbench
-from worker.targets import restore
+from worker import galera_sql
 from worker.targets.base import InfeasibleError, InfrastructureError, TargetError
 from worker.targets.cluster import ClusterTarget
+from worker.targets.operator_account import OperatorAccount
 
 RESTART_TIMEOUT_S = 600
 
 
-class ExternalTarget(ClusterTarget):
+class ExternalTarget(OperatorAccount, ClusterTarget):
     """Trials on an operator's cluster."""
 
     kind: ClassVar[str] = "external"
@@ -53,29 +51,7 @@ class ExternalTarget(ClusterTarget):
         self._restarted_with: dict[str, str] = {}
         if "nodes" not in (self.settings.get("defaults") or {}):
             self.defaults["nodes"] = len(self._nodes)
-        password_env = self.settings.get("password_env")
-        password = os.environ.get(str(password_env), "") if password_env else ""
-        if password_env and password_env not in os.environ:
-            raise TargetError(f"target '{name}': environment variable {password_env} is not set")
-        try:
-            sysbench.check_password(password)
-        except ValueError as error:
-            raise TargetError(f"target '{name}': the password in {password_env}: {error}") from None
-        self._credentials = galera_sql.Credentials(
-            user=str(self.settings.get("user", "root")), password=password
-        )
-        state_dir = Path(self.settings.get("state_dir") or restore.DEFAULT_STATE_DIR).expanduser()
-        self._restore_file = restore.external_file(state_dir, name)
-
-    @property
-    def credentials(self) -> galera_sql.Credentials:
-        """The operator's user, with the password read from the environment."""
-        return self._credentials
-
-    @property
-    def restore_file(self) -> Path:
-        """In the worker's state directory, under the target's name."""
-        return self._restore_file
+        self.read_account(name, self.settings)
 
     def nodes_for(self, count: int) -> list[galera_sql.Node]:
         """The first `count` nodes: they receive the client load."""

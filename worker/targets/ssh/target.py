@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import time
 from collections.abc import Mapping
@@ -31,9 +30,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from experiments.galera import ssh_settings
-from worker import galera_sql, sysbench
-from worker.targets import restore
+from worker import galera_sql
 from worker.targets.base import InfeasibleError, InfrastructureError, TargetError
+from worker.targets.operator_account import OperatorAccount
 from worker.targets.ssh.hosts import HostError, HostPool
 from worker.targets.ssh.load import ClientLoadTarget
 from worker.targets.ssh.nodes import NodeService, dropin_text, host_spec, node_spec
@@ -45,7 +44,7 @@ _POLL_S = 0.5
 _PROCESS_CHECK_S = 3.0  # how often a joining node's process is looked at over SSH
 
 
-class SshTarget(ClientLoadTarget):
+class SshTarget(OperatorAccount, ClientLoadTarget):
     """Trials on an operator's cluster reached over SSH."""
 
     kind: ClassVar[str] = "ssh"
@@ -75,24 +74,12 @@ class SshTarget(ClientLoadTarget):
         ]
         if "nodes" not in (self.settings.get("defaults") or {}):
             self.defaults["nodes"] = len(self.services)
-        self._credentials = _credentials(name, self.settings)
-        state_dir = Path(self.settings.get("state_dir") or restore.DEFAULT_STATE_DIR).expanduser()
-        self._restore_file = restore.external_file(state_dir, name)
+        self.read_account(name, self.settings)
         self.join_timeout_s = float(self.settings.get("join_timeout_s", 600))
         self.stop_at_close = bool(self.settings.get("stop_at_close", False))
         # How long the last leave and join took (s), for the record and the figures.
         self.timings: dict[str, float] = {}
         self._closed = False
-
-    @property
-    def credentials(self) -> galera_sql.Credentials:
-        """The operator's SQL user, with the password read from the environment."""
-        return self._credentials
-
-    @property
-    def restore_file(self) -> Path:
-        """In the worker's state directory, under the target's name."""
-        return self._restore_file
 
     # Cluster size ----------------------------------------------------------------------------
 
@@ -303,16 +290,3 @@ def _answers(node: galera_sql.Node, credentials: galera_sql.Credentials) -> bool
     except galera_sql.GaleraError:
         return False
     return True
-
-
-def _credentials(target: str, settings: Mapping[str, Any]) -> galera_sql.Credentials:
-    """The SQL user, the password from the environment variable `password_env` names."""
-    password_env = settings.get("password_env")
-    if password_env and password_env not in os.environ:
-        raise TargetError(f"target '{target}': environment variable {password_env} is not set")
-    password = os.environ.get(str(password_env), "") if password_env else ""
-    try:
-        sysbench.check_password(password)
-    except ValueError as error:
-        raise TargetError(f"target '{target}': the password in {password_env}: {error}") from None
-    return galera_sql.Credentials(user=str(settings.get("user", "root")), password=password)
