@@ -383,6 +383,14 @@ def _argv(pid: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
+def password() -> Iterator[None]:
+    """The emulated cluster's SQL password in the environment variable its targets name."""
+    os.environ[PASSWORD_ENV] = SQL_PASSWORD
+    yield
+    os.environ.pop(PASSWORD_ENV, None)
+
+
+@pytest.fixture(scope="module")
 def emulation() -> Iterator[Emulation]:
     """Three node hosts and two client hosts, for the whole test module; torn down after it
     (a server a test left running fails the teardown)."""

@@ -12,35 +12,9 @@ import pytest
 import yaml
 
 from app.target_specs import TargetsFileError, load_targets
+from tests.experiments.galera.test_ssh_settings import SETTINGS
 
-KEY = "/etc/galera-doe/id_ed25519"
-STAGING: dict[str, Any] = {
-    "name": "staging",
-    "kind": "ssh",
-    "settings": {
-        "known_hosts": "/etc/galera-doe/known_hosts",
-        "user": "galera_doe",
-        "password_env": "STAGING_DB_PASSWORD",
-        "nodes": [
-            {"host": "db1", "address": "10.0.0.11", "port": 3306, "ssh_user": "deploy",
-             "ssh_key": KEY, "service": "systemd"},
-            {"host": "db2", "address": "10.0.0.12", "ssh_key": KEY, "service": "mariadbd",
-             "defaults_file": "/etc/mysql/my.cnf", "dropin_dir": "/etc/mysql/conf.d"},
-        ],
-        "clients": [
-            {"host": "load1", "address": "10.0.0.21", "ssh_user": "deploy", "ssh_key": KEY}
-        ],
-        "workloads": {
-            "my_orders": {
-                "script": "/etc/galera-doe/orders.lua",
-                "options": {
-                    "orders_per_trx": {"kind": "integer", "range": [1, 20]},
-                    "hot_share": {"kind": "continuous", "range": [0.0, 1.0]},
-                },
-            }
-        },
-    },
-}  # fmt: skip
+STAGING: dict[str, Any] = {"name": "staging", "kind": "ssh", "settings": SETTINGS}
 # The staging target third in the file, as an operator's file lists its targets.
 OTHERS = [{"name": "sim", "kind": "simulated"}, {"name": "notes", "kind": "manual"}]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation  # noqa: F401
+from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation, password  # noqa: F401
 from worker.targets.base import TargetError, TrialCancelledError, TrialResult
 from worker.targets.ssh.clients import ClientLoad
 from worker.targets.ssh.target import SshTarget
@@ -48,13 +48,6 @@ function event()
 end
 """
 ROWS = {"script": "", "options": {"rows_per_trx": {"kind": "integer", "range": [1, 10]}}}
-
-
-@pytest.fixture(scope="module")
-def password() -> Iterator[None]:
-    os.environ[PASSWORD_ENV] = SQL_PASSWORD
-    yield
-    os.environ.pop(PASSWORD_ENV, None)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +99,7 @@ def _run(target: SshTarget, config: dict[str, Any]) -> tuple[TrialResult, float]
 
 def test_a_script_that_does_not_load_fails_naming_the_field(
     emulation: Emulation,  # noqa: F811
-    password: None,
+    password: None,  # noqa: F811
 ) -> None:
     broken = emulation.root / "broken.lua"
     broken.write_text("function event(\n")
@@ -206,7 +199,7 @@ def test_a_saturated_client_host_is_flagged_by_name() -> None:
 
 def test_without_client_hosts_sysbench_runs_on_the_worker(
     emulation: Emulation,  # noqa: F811
-    password: None,
+    password: None,  # noqa: F811
     rows_script: Path,
 ) -> None:
     workloads = {"rows": ROWS | {"script": str(rows_script)}}

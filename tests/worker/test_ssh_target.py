@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation  # noqa: F401
+from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation, password  # noqa: F401
 from worker import galera_sql
 from worker.targets.base import InfrastructureError, TargetError, TrialCancelledError
 from worker.targets.ssh.hosts import Host, HostError, HostPool
@@ -28,13 +28,6 @@ pytestmark = pytest.mark.integration
 # Restart-only: a server variable and a provider option (merged into the node's own options).
 SETTINGS = {"innodb_log_buffer_size": "33554432", "gcache.size": "96M"}
 OPERATORS_FILE = "[mysqld]\n# the operator's own file\n"
-
-
-@pytest.fixture(scope="module")
-def password() -> Iterator[None]:
-    os.environ[PASSWORD_ENV] = SQL_PASSWORD
-    yield
-    os.environ.pop(PASSWORD_ENV, None)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +81,7 @@ def test_a_wrong_key_fails_naming_the_host(emulation: Emulation, password: None)
 
 def test_a_missing_key_file_is_refused_naming_the_field(
     emulation: Emulation,  # noqa: F811
-    password: None,
+    password: None,  # noqa: F811
 ) -> None:
     clients = emulation.settings()["clients"]
     clients[1] = clients[1] | {"ssh_key": str(emulation.root / "no-such-key")}
