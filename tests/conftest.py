@@ -39,7 +39,8 @@ from worker.lab.supervisor import LabCluster
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 # The suite's Redis database; an xdist worker gwN takes this number plus 4 N (gw1: 15), beside
-# the modules' own (12 the CLI's, 13 the demo's, 14 the schema fuzzer's).
+# the modules' own (10 the lab demo's, 12 the CLI's, 13 the simulated demos', 14 the schema
+# fuzzer's).
 _REDIS_SERVER, _REDIS_DB = os.environ.get(
     "GALERA_DOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/11"
 ).rsplit("/", 1)
@@ -99,9 +100,9 @@ NOT_FAST = (
 # The modules that run the suite's lab cluster (`suite_lab_layout`), first and in this order: the
 # demo's first trial bootstraps it; test_galera ends by wiping it (its own bootstrap test).
 LAB_MODULES = (
-    "tests/integration/test_demo.py",
+    "tests/integration/test_demo_lab.py",
     "tests/integration/test_lab.py",
-    "tests/integration/test_faults_cancel.py",
+    "tests/integration/test_lab_cancel.py",
     "tests/worker/test_wan_lab.py",
     "tests/worker/test_galera.py",
 )
