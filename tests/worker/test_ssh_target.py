@@ -19,6 +19,7 @@ import pytest
 from tests.ssh_hosts import PASSWORD_ENV, SQL_PASSWORD, Emulation, emulation, password  # noqa: F401
 from worker import galera_sql
 from worker.targets.base import InfrastructureError, TargetError, TrialCancelledError
+from worker.targets.ssh.check import check_target
 from worker.targets.ssh.hosts import Host, HostError, HostPool
 from worker.targets.ssh.nodes import DROPIN_NAME
 from worker.targets.ssh.target import SshTarget
@@ -161,6 +162,16 @@ def test_a_trial_runs_on_the_cluster_over_ssh(target: SshTarget) -> None:
     print(f"a 10 s trial on the ssh target took {time.monotonic() - started:.1f} s")
     assert result.responses["tps"] > 0
     assert _sizes(target, 2) == [2, 2]
+
+
+def test_targets_check_finds_every_host_ready(target: SshTarget, emulation: Emulation) -> None:  # noqa: F811
+    # What `galera-doe targets check` prints, on a cluster that works: every row passes.
+    target.nodes_for(3)
+    rows = check_target(emulation.settings())
+    assert not [row for row in rows if not row.ok], [row for row in rows if not row.ok]
+    checked = {row.host for row in rows}
+    assert {host.name for host in [*emulation.nodes, *emulation.clients]} <= checked
+    assert any(row.check.startswith("sysbench") for row in rows), rows
 
 
 def test_a_forked_worker_opens_its_own_connection(emulation: Emulation) -> None:  # noqa: F811
