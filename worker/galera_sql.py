@@ -186,6 +186,15 @@ def _show_global(
         return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
+def answers(node: Node, credentials: Credentials) -> bool:
+    """Whether the node's server answers SQL (a node that is down, or still starting, does not)."""
+    try:
+        global_status(node, credentials, ["wsrep_ready"])
+    except GaleraError:
+        return False
+    return True
+
+
 def health_of(node: Node, status: Mapping[str, str]) -> NodeHealth:
     """A node's health from its wsrep status counters."""
     size = status.get("wsrep_cluster_size", "0")

@@ -60,7 +60,7 @@ class ExternalTarget(OperatorAccount, ClusterTarget):
                 f"target '{self.name}' has {len(self._nodes)} nodes; {count} asked"
             )
         for node, commands in zip(self._nodes, self._commands, strict=True):
-            if commands["start"] and not _answers(node, self.credentials):
+            if commands["start"] and not galera_sql.answers(node, self.credentials):
                 subprocess.run(commands["start"], check=False, timeout=300)
         return self._nodes[:count]
 
@@ -135,11 +135,3 @@ def _wait_healthy(
                     f"the cluster did not recover from a restart: {error}"
                 ) from error
         time.sleep(1.0)
-
-
-def _answers(node: galera_sql.Node, credentials: galera_sql.Credentials) -> bool:
-    try:
-        galera_sql.global_status(node, credentials, ["wsrep_ready"])
-    except galera_sql.GaleraError:
-        return False
-    return True

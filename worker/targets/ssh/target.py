@@ -102,7 +102,9 @@ class SshTarget(OperatorAccount, ClientLoadTarget):
 
     def _running(self) -> list[NodeService]:
         """The nodes whose server runs, in the order listed (a node answering SQL runs)."""
-        return [s for s in self.services if _answers(s.node, self.credentials) or s.running()]
+        return [
+            s for s in self.services if galera_sql.answers(s.node, self.credentials) or s.running()
+        ]
 
     def _join(self, service: NodeService, up: list[NodeService]) -> None:
         """Start `service` and wait until it and every running node see all of them."""
@@ -282,11 +284,3 @@ def _bootstrap_rank(state: Mapping[str, str]) -> tuple[bool, int]:
         state.get("safe_to_bootstrap", "1") == "1",
         int(seqno) if re.fullmatch(r"-?\d+", seqno) else -1,
     )
-
-
-def _answers(node: galera_sql.Node, credentials: galera_sql.Credentials) -> bool:
-    try:
-        galera_sql.global_status(node, credentials, ["wsrep_ready"])
-    except galera_sql.GaleraError:
-        return False
-    return True
