@@ -26,6 +26,12 @@ from experiments.galera.workloads import WORKLOADS
 # service writes its drop-in); any of its commands can be the operator's argument list.
 SERVICES = ("systemd", "mariadbd")
 COMMAND_KEYS = ("start", "stop", "check", "bootstrap")
+# What a host's entry may say, and a node's besides: any other key is a typo the service would
+# otherwise ignore silently (a misspelt `sudo` runs every command unprivileged).
+HOST_KEYS = frozenset({"host", "address", "ssh_key", "ssh_user", "ssh_port", "sudo"})
+NODE_KEYS = HOST_KEYS | {
+    "port", "service", "unit", "defaults_file", "dropin_dir", "mariadbd", *COMMAND_KEYS,
+}  # fmt: skip
 DEFAULT_UNIT = "mariadb"
 DEFAULT_SQL_PORT = 3306
 DEFAULT_SSH_PORT = 22
@@ -129,7 +135,11 @@ def ssh_clients(settings: Mapping[str, Any]) -> list[SshHost]:
     if not isinstance(listed, list):
         raise ValueError("clients: a list of client hosts")
     sudo = _sudo("sudo", settings, False)
-    return [_host(f"clients[{i}]", entry, sudo) for i, entry in enumerate(listed)]
+    clients = []
+    for i, entry in enumerate(listed):
+        _known_keys(f"clients[{i}]", _mapping(f"clients[{i}]", entry), HOST_KEYS)
+        clients.append(_host(f"clients[{i}]", entry, sudo))
+    return clients
 
 
 def _sudo(where: str, entry: Mapping[str, Any], default: bool) -> bool:
@@ -149,6 +159,7 @@ def _mapping(where: str, entry: object) -> Mapping[str, Any]:
 
 def _node(where: str, listed: object, sudo: bool) -> SshNode:
     entry = _mapping(where, listed)
+    _known_keys(where, entry, NODE_KEYS)
     host = _host(where, entry, sudo)
     service = entry.get("service", "systemd")
     if service not in SERVICES:
@@ -206,6 +217,12 @@ def _host(where: str, listed: object, sudo: bool) -> SshHost:
         ssh_user=user,
         sudo=_sudo(f"{where}.sudo", entry, sudo),
     )
+
+
+def _known_keys(where: str, entry: Mapping[str, Any], known: frozenset[str]) -> None:
+    unknown = sorted(str(key) for key in entry if key not in known)
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: not a setting; one of {', '.join(sorted(known))}")
 
 
 def _port(where: str, entry: Mapping[str, Any], key: str, default: int) -> int:

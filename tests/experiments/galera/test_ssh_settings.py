@@ -243,3 +243,14 @@ def test_nodes_is_hard_to_change_on_an_ssh_target():
 def test_an_ssh_target_reports_its_client_hosts_cpu():
     assert "client_cpu_busy" in (staging().responses or ())
     assert "client_cpu_busy" not in (TargetSpec("dc", "external", {}).responses or ())
+
+
+@pytest.mark.parametrize(
+    ("path", "key"), [("nodes.0", "sudoo"), ("clients.0", "adress"), ("nodes.1", "dropin")]
+)
+def test_a_key_no_host_entry_has_is_refused_naming_it(path: str, key: str):
+    settings = copy.deepcopy(SETTINGS)
+    section, index = path.split(".")
+    settings[section][int(index)][key] = True
+    with pytest.raises(ValueError, match=rf"^{section}\[{index}\]\.{key}: not a setting; one of "):
+        check_ssh_settings(settings)
