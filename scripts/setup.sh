@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium and chromium-driver: the dashboard's browser tests (Playwright on the system browser).
-# openssh-server: the `ssh` target's tests run its sshd in network namespaces (never the service).
+# openssh-server: the `ssh` target's tests run its sshd in network namespaces (never the service);
+# sudo: they drive the emulated hosts through `sudo -n` too.
 APT_PACKAGES=(redis-server mariadb-server mariadb-client galera-4 sysbench rsync chromium
-    chromium-driver openssh-server)
+    chromium-driver openssh-server sudo)
 PYTHON=${PYTHON:-python3}
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

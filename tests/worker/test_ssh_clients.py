@@ -5,7 +5,12 @@ the module; the tests run in file order (the close last)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -71,6 +76,15 @@ def _cmdline(pid: int) -> list[str]:
     except OSError:
         return []
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _client_sysbench(emulation: Emulation) -> list[int]:  # noqa: F811
+    return [
+        pid
+        for host in emulation.clients
+        for pid in emulation.processes(host.name)
+        if _cmdline(pid)[:1] == ["sysbench"]
+    ]
 
 
 def _sysbench_seen(emulation: Emulation, done: threading.Event) -> dict[str, dict[str, Any]]:  # noqa: F811
@@ -176,15 +190,52 @@ def test_a_cancelled_trial_stops_sysbench_on_the_client_hosts(
         target.run(SHORT | {"clients": 2, "runtime_s": 60}, run_key=2, cancel=cancel)
     assert time.monotonic() - started < 20
     deadline = time.monotonic() + 5
-    while running := [
-        pid
-        for host in emulation.clients
-        for pid in emulation.processes(host.name)
-        if _cmdline(pid)[:1] == ["sysbench"]
-    ]:
+    while running := _client_sysbench(emulation):
         assert time.monotonic() < deadline, f"sysbench left running: {running}"
         time.sleep(0.1)
     assert not list(Path("/tmp").glob(f"galera-doe-{NAME}.*/password-*"))
+
+
+# A worker's trial in a process of its own: the target built from the settings on stdin runs
+# two clients for a minute, until the test SIGKILLs it.
+_WORKER = """
+import json, sys
+from worker.targets.ssh.target import SshTarget
+target = SshTarget("ssh-killed", json.loads(sys.stdin.read()))
+target.run({"nodes": 1, "clients": 2, "threads_per_client": 1, "runtime_s": 60}, run_key=9)
+"""
+
+
+def test_a_killed_worker_leaves_no_sysbench_on_the_client_hosts(
+    emulation: Emulation,  # noqa: F811
+    password: None,  # noqa: F811
+) -> None:
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert worker.stdin is not None
+        worker.stdin.write(json.dumps(emulation.settings(), default=str))
+        worker.stdin.close()
+        deadline = time.monotonic() + 60
+        while len([p for p in _client_sysbench(emulation) if _cmdline(p)[-1:] == ["run"]]) < 2:
+            if worker.poll() is not None:
+                pytest.fail(f"the worker exited: {worker.stderr.read()}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "no sysbench started on the client hosts"
+            time.sleep(0.2)
+        worker.send_signal(signal.SIGKILL)  # as a worker killed mid-trial
+        worker.wait()
+        deadline = time.monotonic() + 10  # each watchdog sees its channel close
+        while running := _client_sysbench(emulation):
+            assert time.monotonic() < deadline, f"sysbench left running: {running}"
+            time.sleep(0.1)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        # What a killed worker leaves on its client hosts: the directory of its scripts.
+        for directory in Path("/tmp").glob("galera-doe-ssh-killed.*"):
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_a_saturated_client_host_is_flagged_by_name() -> None:

@@ -174,6 +174,23 @@ def test_targets_check_finds_every_host_ready(target: SshTarget, emulation: Emul
     assert any(row.check.startswith("sysbench") for row in rows), rows
 
 
+def test_with_sudo_the_nodes_are_driven_through_it(target: SshTarget, emulation: Emulation) -> None:  # noqa: F811
+    # A second target on the same hosts, every one with sudo (root may sudo here): its checks,
+    # starts, stops and drop-in reads run as `sudo -n sh -c <watchdog> ...`.
+    privileged = SshTarget("ssh-sudo", emulation.settings(sudo=True))
+    try:
+        assert len(privileged.nodes_for(2)) == 2
+        assert _sizes(privileged, 2) == [2, 2]
+        assert not _servers(emulation, "node3")
+        assert len(privileged.nodes_for(3)) == 3
+        assert _sizes(privileged, 3) == [3, 3, 3]
+    finally:
+        privileged.close()
+    rows = check_target(emulation.settings(sudo=True))
+    sudo_rows = [row for row in rows if row.check == "sudo -n true"]
+    assert len(sudo_rows) == len(emulation.hosts) and all(r.ok for r in sudo_rows), sudo_rows
+
+
 def test_a_forked_worker_opens_its_own_connection(emulation: Emulation) -> None:  # noqa: F811
     host = Host(emulation.spec("client2"))
     assert host.run(["echo", "parent"]).stdout == "parent\n"
