@@ -38,6 +38,7 @@ from experiments.galera.ssh_settings import (
 from worker import galera_sql
 from worker.targets.ssh.checks import key_problem, known_hosts_problem, script_problem
 from worker.targets.ssh.hosts import Completed, Host, HostError, HostPool, HostSpec
+from worker.targets.ssh.nodes import host_spec
 
 WORKER = "worker"
 COMMAND_TIMEOUT_S = 30
@@ -80,19 +81,6 @@ def check_target(
         rows.append(local_sysbench_row(sysbench))
     rows += workload_rows(settings, sysbench=sysbench)
     return rows
-
-
-def host_spec(host: SshHost, known_hosts: Path) -> HostSpec:
-    """How the worker logs in to `host`."""
-    return HostSpec(
-        name=host.name,
-        address=host.address,
-        ssh_port=host.ssh_port,
-        user=host.ssh_user,
-        key_file=Path(host.ssh_key),
-        known_hosts=known_hosts,
-        sudo=host.sudo,
-    )
 
 
 def sql_credentials(settings: Mapping[str, Any]) -> galera_sql.Credentials:

@@ -77,8 +77,9 @@ class NodeSpec:
         return next((list(argv) for name, argv in self.commands if name == key), None)
 
 
-def host_spec(host: SshHost, known_hosts: Path, *, sudo: bool = False) -> HostSpec:
-    """How the worker logs in to a host of the targets file (`sudo`: the target's default)."""
+def host_spec(host: SshHost, known_hosts: Path) -> HostSpec:
+    """How the worker logs in to a host of the targets file (its `sudo` already holds the
+    target's default: `ssh_settings`)."""
     return HostSpec(
         host.name,
         host.address,
@@ -86,7 +87,7 @@ def host_spec(host: SshHost, known_hosts: Path, *, sudo: bool = False) -> HostSp
         user=host.ssh_user,
         key_file=Path(host.ssh_key),
         known_hosts=known_hosts,
-        sudo=host.sudo or sudo,
+        sudo=host.sudo,
     )
 
 

@@ -39,7 +39,6 @@ from worker.targets.ssh.nodes import NodeService, dropin_text, host_spec, node_s
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 _POLL_S = 0.5
 _PROCESS_CHECK_S = 3.0  # how often a joining node's process is looked at over SSH
 
@@ -57,15 +56,14 @@ class SshTarget(OperatorAccount, ClientLoadTarget):
             clients = ssh_settings.ssh_clients(self.settings)
         except ValueError as error:
             raise TargetError(f"target '{name}': settings.{error}") from None
-        known_hosts = Path(str(self.settings.get("known_hosts") or DEFAULT_KNOWN_HOSTS))
-        sudo = bool(self.settings.get("sudo", False))
+        known_hosts = Path(ssh_settings.known_hosts_path(self.settings))
         for host in [n.host for n in nodes] + clients:
             if not Path(host.ssh_key).expanduser().is_file():
                 raise TargetError(
                     f"target '{name}': settings.{host.where}.ssh_key: {host.ssh_key} does not exist"
                 )
-        node_hosts = [host_spec(n.host, known_hosts, sudo=sudo) for n in nodes]
-        self.client_hosts = [host_spec(c, known_hosts, sudo=sudo) for c in clients]
+        node_hosts = [host_spec(n.host, known_hosts) for n in nodes]
+        self.client_hosts = [host_spec(c, known_hosts) for c in clients]
         self.pool = HostPool(node_hosts + self.client_hosts)
         entries = self.settings["nodes"]
         self.services = [
