@@ -328,19 +328,27 @@ class ClusterTarget(Target):
         cancel: threading.Event | None,
         secret: sysbench.PasswordFile | None,
     ) -> list[str]:
-        deadline = plan.runtime_s + self.warmup_s + 120
         outputs = []
         inherited = sysbench.inherited(secret)
         for code, output in run_processes(
-            argvs, timeout=deadline, cancel=cancel, pass_fds=inherited
+            argvs, timeout=self.benchmark_timeout(plan), cancel=cancel, pass_fds=inherited
         ):
             if code != 0:
-                tail = self._redact(output[-2000:])
-                if any(marker in output for marker in INFEASIBLE_MARKERS):
-                    raise InfeasibleError(f"the server refused the load: {tail}")
-                raise TargetError(f"sysbench exited {code}: {tail}")
+                raise self.sysbench_failure(code, output)
             outputs.append(output)
         return outputs
+
+    def benchmark_timeout(self, plan: TrialPlan) -> float:
+        """How long a trial's sysbench runs may take: the run, its warm-up and two minutes."""
+        return plan.runtime_s + self.warmup_s + 120
+
+    def sysbench_failure(self, code: int, output: str, where: str = "") -> TargetError:
+        """Why a sysbench run (on `where`, when not here) exited `code`: infeasible when the
+        server refused the load, else a failed trial; the output's tail, redacted."""
+        tail = self._redact(output[-2000:])
+        if any(marker in output for marker in INFEASIBLE_MARKERS):
+            return InfeasibleError(f"the server refused the load: {tail}")
+        return TargetError(f"sysbench exited {code}{f' on {where}' if where else ''}: {tail}")
 
     def _versions(self, node: galera_sql.Node) -> dict[str, str]:
         if self._sysbench_version is None:

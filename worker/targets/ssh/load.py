@@ -36,7 +36,7 @@ from worker.targets.base import (
     Value,
     check_cancelled,
 )
-from worker.targets.cluster import INFEASIBLE_MARKERS, ClusterTarget
+from worker.targets.cluster import ClusterTarget
 from worker.targets.ssh.checks import check_local_files
 from worker.targets.ssh.clients import (
     PASSWORD,
@@ -181,18 +181,14 @@ class ClientLoadTarget(ClusterTarget):
         results, load = self.client_machines().run(
             commands,
             config_file=config_file,
-            timeout=plan.runtime_s + self.warmup_s + 120,
+            timeout=self.benchmark_timeout(plan),
             cancel=cancel,
         )
         self._load = load
         _log_load(load)
         for (host, _), (code, output) in zip(commands, results, strict=True):
             if code != 0:
-                tail = self._redact(output[-2000:])
-                if any(marker in output for marker in INFEASIBLE_MARKERS):
-                    raise InfeasibleError(f"the server refused the load: {tail}")
-                failure = TargetError(f"sysbench exited {code} on {host}: {tail}")
-                raise self._named(failure, plan.workload, host)
+                raise self._named(self.sysbench_failure(code, output, host), plan.workload, host)
         return [output for _, output in results]
 
     def _named(self, error: TargetError, workload: str, where: str) -> TargetError:
