@@ -10,6 +10,10 @@ whose short values buy cheap, less faithful runs. Its high end is the measuremen
 Bayesian optimization may run short trials and recommends at the high end
 (`experiments.suggest.fidelity`), and the analysis's optimum holds it there; designs and the
 models treat it as any other factor.
+
+A factor marked `noise` (a workload, a write share, a table size) is varied by the design but
+never chosen: the optimum is the best configuration of the other factors (the control factors)
+across its levels (`experiments.robust`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Factor:
     scale: Scale = "linear"
     hard_to_change: bool = False
     fidelity: bool = False
+    noise: bool = False
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -75,6 +80,16 @@ class Factor:
                 "fidelity",
                 "only a numeric factor above 0 can be the fidelity (a trial's length, such as"
                 " runtime_s)",
+            )
+        if self.noise:
+            self._check_noise()
+
+    def _check_noise(self) -> None:
+        if self.fidelity:
+            raise DomainError("noise", "the fidelity (a trial's length) cannot be a noise factor")
+        if self.levels is not None and len(self.levels) < 2:
+            raise DomainError(
+                "noise", "a noise factor needs at least two levels: it is varied, not chosen"
             )
 
     def _check_levels(self) -> None:
@@ -215,6 +230,10 @@ class FactorSpace:
             if factor.fidelity and any(f.fidelity for f in self.factors[:i]):
                 raise DomainError(f"factors.{i}.fidelity", "only one factor can be the fidelity")
             index[factor.name] = i
+        if all(f.noise for f in self.factors):
+            raise DomainError(
+                "factors", "every factor is a noise factor: at least one must be chosen"
+            )
         object.__setattr__(self, "_index", index)
 
     @classmethod
@@ -294,6 +313,7 @@ def factor_from_dict(raw: Mapping[str, object]) -> Factor:
         scale=raw.get("scale", "linear"),  # type: ignore[arg-type]
         hard_to_change=bool(raw.get("hard_to_change", False)),
         fidelity=bool(raw.get("fidelity", False)),
+        noise=bool(raw.get("noise", False)),
     )
 
 
@@ -309,6 +329,7 @@ def factor_to_dict(factor: Factor) -> dict[str, object]:
         "scale": factor.scale,
         "hard_to_change": factor.hard_to_change,
         "fidelity": factor.fidelity,
+        "noise": factor.noise,
     }
 
 

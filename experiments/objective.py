@@ -12,6 +12,7 @@ from experiments.desirability_settings import check_desirability
 from experiments.errors import DomainError
 from experiments.factors import NAME_PATTERN
 from experiments.goals import check_goal, check_scale, default_scale
+from experiments.robust import RobustAim
 
 DESIRABILITY_FIELDS = ("goal", "low", "high", "target", "weight", "importance")
 # Checks that a response can be measured where the experiment runs: (name, field) -> None.
@@ -30,14 +31,16 @@ class Bound:
 @dataclass(frozen=True)
 class Objective:
     """The objective's response and goal, its bounds on other responses, its desirability
-    items (each the stored mapping of DESIRABILITY_FIELDS and its response), and the scale the
-    search models what is optimized on (`experiments.goals.SCALES`)."""
+    items (each the stored mapping of DESIRABILITY_FIELDS and its response), the scale the
+    search models what is optimized on (`experiments.goals.SCALES`), and how the values across
+    the noise factors' levels become one (`robust`; None: their mean, when there are any)."""
 
     response: str
     goal: str = "maximize"
     bounds: tuple[Bound, ...] = ()
     desirability: tuple[Mapping[str, Any], ...] = ()
     scale: str = "linear"
+    robust: RobustAim | None = None
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], check_response: ResponseCheck) -> Objective:
@@ -63,8 +66,14 @@ class Objective:
                 "must be linear with desirability: the overall desirability, from 0 to 1, is"
                 " what is optimized",
             )
+        robust = raw.get("robust")
         return cls(
-            response=response, goal=goal, bounds=bounds, desirability=tuple(items), scale=scale
+            response=response,
+            goal=goal,
+            bounds=bounds,
+            desirability=tuple(items),
+            scale=scale,
+            robust=None if robust is None else RobustAim.parse(robust),
         )
 
     @classmethod
@@ -81,6 +90,7 @@ class Objective:
             ),
             desirability=desirability,
             scale=raw.get("scale") or _default_scale(raw["response"], desirability),
+            robust=None if raw.get("robust") is None else RobustAim.parse(raw["robust"]),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -93,6 +103,7 @@ class Objective:
             ],
             "desirability": [dict(item) for item in self.desirability],
             "scale": self.scale,
+            "robust": None if self.robust is None else self.robust.as_dict(),
         }
 
     @property

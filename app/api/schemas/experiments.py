@@ -35,6 +35,11 @@ class FactorIn(Strict):
     scale: Literal["linear", "log2"] = "linear"
     hard_to_change: bool = False
     fidelity: bool = False
+    noise: bool = Field(
+        default=False,
+        description="varied by the design but never chosen (a workload, a write share): the"
+        " optimum is the best configuration of the other factors across its levels",
+    )
 
 
 class DesignIn(Strict):
@@ -94,6 +99,19 @@ class DesirabilityIn(Strict):
     importance: Positive = 1.0
 
 
+class RobustIn(Strict):
+    """How a configuration is judged across the noise factors' levels."""
+
+    aim: Literal["mean", "quantile", "worst"] = Field(
+        default="mean",
+        description="mean: the mean over the noise levels; quantile: that quantile of them;"
+        " worst: the worst level",
+    )
+    quantile: float | None = Field(
+        default=None, description="the quantile aim's quantile, between 0 and 1 (e.g. 0.1)"
+    )
+
+
 class ObjectiveIn(Strict):
     """The response to optimize, in which direction, limits on other responses, and optionally
     several responses combined by desirability (the optimum then maximizes it)."""
@@ -103,6 +121,10 @@ class ObjectiveIn(Strict):
     constraints: list[ResponseBoundIn] = Field(default_factory=list, max_length=10)
     desirability: list[DesirabilityIn] = Field(default_factory=list, max_length=10)
     scale: Literal["linear", "log"] | None = None
+    robust: RobustIn | None = Field(
+        default=None,
+        description="with noise factors: the aim across their levels (default: the mean)",
+    )
 
 
 EXAMPLE_FACTORS = [
@@ -191,6 +213,12 @@ class DesirabilityOut(DesirabilityIn):
     model_config = _STORED
 
 
+class RobustOut(RobustIn):
+    """The robust aim, as stored."""
+
+    model_config = _STORED
+
+
 class ObjectiveOut(ObjectiveIn):
     """The objective as stored, its scale chosen when it was not given."""
 
@@ -198,6 +226,7 @@ class ObjectiveOut(ObjectiveIn):
     constraints: list[ResponseBoundOut] = Field(default_factory=list)
     desirability: list[DesirabilityOut] = Field(default_factory=list)
     scale: Literal["linear", "log"] = "linear"
+    robust: RobustOut | None = None
 
 
 class DesignSpecOut(DesignIn):
