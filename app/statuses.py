@@ -42,6 +42,8 @@ class TrialSource(StrEnum):
     OBSERVATION = "observation"
     SUGGESTION = "suggestion"  # an accepted suggestion, or a run of the closed loop
     WARM_START = "warm_start"  # copied from an earlier experiment, never run again
+    BASELINE = "baseline"  # today's configuration, measured first
+    CONFIRMATION = "confirmation"  # a run of a confirmation, held out of the model it tests
 
 
 class OptimizationStatus(StrEnum):
@@ -58,3 +60,11 @@ class SuggestionStatus(StrEnum):
 
     OPEN = "open"
     ACCEPTED = "accepted"
+
+
+class ConfirmationStatus(StrEnum):
+    """A confirmation runs until its pairs are measured (finished) or it cannot finish."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"  # a run failed for good, or the experiment was cancelled

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.statuses import (
+    ConfirmationStatus,
     ExperimentStatus,
     OptimizationStatus,
     SuggestionStatus,
@@ -81,6 +82,8 @@ class Experiment(Base):
     design_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     constraints: Mapped[list[str]] = mapped_column(JSON, default=list)
     objective: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Today's configuration as the client gave it (experiments.baseline.Baseline.as_dict).
+    baseline: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     owner: Mapped[str | None] = mapped_column(String(100), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
@@ -142,6 +145,40 @@ class Trial(Base):
     optimization_id: Mapped[int | None] = mapped_column(
         ForeignKey("optimizations.id", ondelete="SET NULL"), nullable=True, index=True
     )
+    # Server settings this trial reads from the nodes before it runs (a baseline "current"):
+    # its config holds the values read once it ran.
+    reads_current: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    # A confirmation's run: its arm ("candidate" or "baseline") and pair. No foreign key: adding
+    # one to trials copies the table, which drops the triggers of migration 0007; the
+    # experiment's cascade deletes both.
+    confirmation_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    arm: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    pair: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class Confirmation(Base):
+    """A confirmation run: the deploy answer against the baseline in interleaved pairs, the
+    plan it was given (pair count and why), the model's prediction, and its result."""
+
+    __tablename__ = "confirmations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default=ConfirmationStatus.RUNNING)
+    response: Mapped[str] = mapped_column(String(64))
+    goal: Mapped[str] = mapped_column(String(20))
+    candidate: Mapped[dict[str, Any]] = mapped_column(JSON)
+    baseline: Mapped[dict[str, Any]] = mapped_column(JSON)
+    pairs: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    plan: Mapped[dict[str, Any]] = mapped_column(JSON)
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[str | None] = mapped_column(LongText, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class TargetLease(Base):

@@ -12,6 +12,7 @@ from typing import Any
 from experiments.errors import DomainError
 from experiments.factors import Factor, FactorSpace
 from experiments.galera.kinds import (
+    CLUSTER_FACTORS,
     CLUSTER_KINDS,
     CLUSTER_RANGES,
     KIND_FACTORS,
@@ -36,6 +37,7 @@ from experiments.galera.ssh_settings import OperatorWorkload, operator_workloads
 from experiments.galera.variable_policy import Policy, policy_from_settings
 from experiments.galera.workloads import WORKLOAD_OPTIONS, WORKLOADS
 
+WORKLOAD_OPTIONS_NAMES = frozenset(o for options in WORKLOAD_OPTIONS.values() for o in options)
 # Lab factors whose change restarts nodes, and what the change does.
 _RESTARTING_FACTORS = {
     "nodes": "the cluster is resized per whole plot",
@@ -100,6 +102,19 @@ class TargetSpec:
         if variable is None or variable.kind not in ("integer", "number"):
             return None
         return variable.bounds
+
+    def reads_setting(self, name: str) -> bool:
+        """Whether the target can read a factor's value from its nodes (`baseline: current`):
+        a server variable or provider option of a real cluster; the simulated cluster's
+        wsrep_slave_threads. The load and the cluster's shape are never read."""
+        if self.kind == "simulated":
+            return name == "wsrep_slave_threads"
+        operator_options = {o for w in self.operator_workloads.values() for o in w.options}
+        if self.kind not in CLUSTER_KINDS or name in WAN_FACTORS or name in operator_options:
+            return False
+        if name in CLUSTER_FACTORS or name in WORKLOAD_OPTIONS_NAMES:
+            return name == "wsrep_slave_threads"
+        return is_provider_option_name(name) or bool(SERVER_VARIABLE_NAME.match(name))
 
     @property
     def server_variables(self) -> Policy:
