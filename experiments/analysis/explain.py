@@ -71,6 +71,20 @@ class Fit:
     lack_of_fit_p: float | None
 
 
+@dataclass(frozen=True)
+class NoiseRange:
+    """How the robust optimum's prediction ranges across the noise factors' levels: the aim
+    in words, the lowest and highest predictions with the scenario of each, and the scenario
+    the factor profiles hold the noise factors at."""
+
+    aim: str
+    low: float
+    low_at: Mapping[str, Any]
+    high: float
+    high_at: Mapping[str, Any]
+    held: Mapping[str, Any]
+
+
 def explain(
     *,
     response: str,
@@ -83,16 +97,20 @@ def explain(
     interval: tuple[float | None, float | None],
     on_edge: Mapping[str, str],
     blocks: BlockShifts | None = None,
+    noise: NoiseRange | None = None,
 ) -> Explanation:
     """Rank the factors in words, name notable interactions, say how sure the model is.
 
     `on_edge` maps each factor whose optimum sits at an end of a range that could be widened
-    to that end ("low" or "high"); `blocks` the block effects when the runs came in blocks.
+    to that end ("low" or "high"); `blocks` the block effects when the runs came in blocks;
+    `noise` how the prediction ranges across the noise levels when `optimum` holds the control
+    factors of an experiment with noise factors.
     A factor that never varied in the runs is said to be untested, first: the optimum holds
     at its one setting only, and the model is not confident of it.
     """
     fixed = {e.factor for e in effects if e.settings_run < 2}
-    sentences = [_never_varied(sorted(fixed, key=list(optimum).index), optimum)] if fixed else []
+    settings = {**(noise.held if noise is not None else {}), **optimum}
+    sentences = [_never_varied(sorted(fixed, key=list(settings).index), settings)] if fixed else []
     sentences += _effect_sentences(
         response, goal, [e for e in effects if e.factor not in fixed], terms
     )
@@ -107,6 +125,8 @@ def explain(
     sentences.append(
         _optimum_sentence(response, optimum, predicted, interval, confident, fixed, left_out)
     )
+    if noise is not None:
+        sentences.append(noise_sentence(response, noise))
     if on_edge:
         sentences.append(_edge_sentence(optimum, on_edge))
     return Explanation(sentences=sentences, confident=confident)
@@ -143,6 +163,22 @@ def _optimum_sentence(
     )
     verb = "Best predicted" if confident else "The model's best guess"
     return f"{verb}: {settings}, {response} about {significant(predicted)}{band}."
+
+
+def noise_sentence(response: str, noise: NoiseRange) -> str:
+    """Which aim the robust configuration serves and how its prediction ranges across the
+    noise levels."""
+    names = ", ".join(noise.held)
+    return (
+        f"Those settings are chosen for {noise.aim} ({names}): across them {response} is"
+        f" predicted from about {significant(noise.low)} ({_settings(noise.low_at)}) to about"
+        f" {significant(noise.high)} ({_settings(noise.high_at)}); the factor effects above are"
+        f" read at {_settings(noise.held)}."
+    )
+
+
+def _settings(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name} = {format_value(value)}" for name, value in config.items())
 
 
 def _edge_sentence(optimum: Mapping[str, Any], on_edge: Mapping[str, str]) -> str:
