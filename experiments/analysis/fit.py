@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import scipy.stats
@@ -17,7 +18,7 @@ from statsmodels.regression.linear_model import RegressionResults
 
 from experiments.analysis.diagnostics import box_cox, diagnostics
 from experiments.analysis.effects import ranked_effects
-from experiments.analysis.explain import BlockShifts, Explanation, Fit, explain
+from experiments.analysis.explain import BlockShifts, Explanation, Fit, NoiseRange, explain
 from experiments.analysis.model import CONFIDENCE, FittedModel, fit_model
 from experiments.analysis.predicted_optimum import predicted_optimum
 from experiments.analysis.results import (
@@ -26,6 +27,7 @@ from experiments.analysis.results import (
     Optimum,
     ResponseGoal,
     ResponseLimit,
+    RobustOptimum,
     Term,
 )
 from experiments.analysis.screening import Curvature, Lenth, curvature, lenth
@@ -48,6 +50,7 @@ from experiments.constraints import Constraint
 from experiments.factors import Config, FactorSpace
 from experiments.goals import check_goal
 from experiments.numbers import finite_or_none
+from experiments.robust import RobustAim
 from experiments.terms import (
     DEFAULT_MODEL,
     MODEL_ORDERS,
@@ -71,6 +74,7 @@ def fit(
     whole_plots: Sequence[int | None] | None = None,
     desirability: Sequence[ResponseGoal] = (),
     blocks: Sequence[Hashable | None] | None = None,
+    robust: RobustAim | None = None,
 ) -> Analysis:
     """Fit `model` to the observed configurations and values.
 
@@ -84,7 +88,10 @@ def fit(
     optimum maximizes the overall Derringer-Suich desirability of those responses instead.
     With `blocks` (each run's block) in two or more blocks, the block is a fixed effect of the
     model: its own ANOVA row, pure error within blocks, and the optimum and every prediction
-    for the average block (Montgomery, Design and Analysis of Experiments, 11.4.3).
+    for the average block (Montgomery, Design and Analysis of Experiments, 11.4.3). With noise
+    factors in `space` the optimum is a configuration of the control factors, judged across
+    the noise levels by `robust` (the objective's aim; None: the mean over the levels), see
+    `experiments.analysis.robust_optimum`.
 
     The optimum is the best prediction by `goal` ("maximize" or "minimize") over a lattice that
     honours integer and categorical levels and the factor constraints.
@@ -94,7 +101,7 @@ def fit(
     names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(fitted.y))]
     # A perfect fit leaves t and p undefined: they are reported as None, without warnings.
     with np.errstate(divide="ignore", invalid="ignore"):
-        best = predicted_optimum(fitted, goal, constraints, limits, desirability)
+        best = predicted_optimum(fitted, goal, constraints, limits, desirability, robust)
         split = _split_plot(fitted.terms, fitted.x, fitted.y, whole_plots)
         return _analysis(
             fitted,
@@ -124,7 +131,9 @@ def _analysis(
     space, terms, results, x, y = fitted.space, fitted.terms, fitted.results, fitted.x, fitted.y
     term_list = _terms(results, terms.names)
     table = anova(results, x, terms.names, terms.factors)
-    ranked = ranked_effects(space, terms, results, table, best, goal)
+    # The profiles and the path need every factor: the noise factors at the scenario held.
+    full = best if best.robust is None else replace(best, config=best.config | best.robust.held)
+    ranked = ranked_effects(space, terms, results, table, full, goal)
     statistics = fit_statistics(results, x, y)
     misfit = lack_of_fit(_replicate_keys(fitted), y, results)
     factor_terms = terms.factor_term_columns
@@ -150,7 +159,7 @@ def _analysis(
         diagnostics=diagnostics(results, labels),
         box_cox=box_cox(y, x),
         canonical=canonical(results.params[factor_terms], factor_names, space),
-        steepest=steepest_path(fitted, goal, best.config),
+        steepest=steepest_path(fitted, goal, full.config),
         natural_terms=[
             *_natural_terms(results, factor_terms, factor_names, space),
             *(term_list[j] for j in range(len(terms.names)) if j not in factor_terms),
@@ -191,6 +200,23 @@ def _explanation(
         interval=(best.pi_low, best.pi_high),
         on_edge=best.on_edge,
         blocks=_block_shifts(fitted, terms, table) if fitted.blocks else None,
+        noise=_noise_range(best.robust),
+    )
+
+
+def _noise_range(robust: RobustOptimum | None) -> NoiseRange | None:
+    """The robust optimum's lowest and highest prediction across the noise levels."""
+    if robust is None:
+        return None
+    low = min(robust.levels, key=lambda level: level.predicted)
+    high = max(robust.levels, key=lambda level: level.predicted)
+    return NoiseRange(
+        aim=robust.aim,
+        low=low.predicted,
+        low_at=low.scenario,
+        high=high.predicted,
+        high_at=high.scenario,
+        held=robust.held,
     )
 
 

@@ -110,6 +110,41 @@ class FactorEffect:
 
 
 @dataclass(frozen=True)
+class RobustLevel:
+    """The control optimum at one noise scenario (the noise factors' values): the predicted
+    mean with its 95 % confidence and prediction intervals."""
+
+    scenario: Config
+    predicted: float
+    ci_low: float | None
+    ci_high: float | None
+    pi_low: float | None
+    pi_high: float | None
+
+
+@dataclass(frozen=True)
+class RobustOptimum:
+    """How the control optimum fares across the noise factors' levels.
+
+    `aim` says what was optimized (`experiments.robust.RobustAim.text`), `aim_value` its value
+    (the response's, or the overall desirability's for a desirability objective); `levels` has
+    one entry per noise scenario and `sd_across_levels` is the standard deviation of their
+    predictions (over the equally weighted scenarios: with a numeric noise factor at its coded
+    -1 and +1 it is |dy/dz|, the square root of MMA's variance model without the residual
+    variance). `held` is where the factor profiles and the steepest path hold the noise
+    factors: the scenario that attains the aim; for the mean, the scenario whose prediction is
+    nearest the mean with each numeric noise factor without explicit levels at the centre of
+    its range instead (MMA's mean model, for a model without a square of it).
+    """
+
+    aim: str
+    aim_value: float
+    levels: list[RobustLevel]
+    sd_across_levels: float
+    held: Config
+
+
+@dataclass(frozen=True)
 class Optimum:
     """The best predicted configuration in the region, with 95 % intervals.
 
@@ -122,6 +157,13 @@ class Optimum:
     extrapolation. `search` is "lattice" when every candidate point was predicted, or
     "coordinate" when the lattice was too large and coordinate-wise searches from each observed
     configuration were taken.
+
+    With noise factors (`experiments.robust`) the optimum is the best configuration of the
+    control factors only, judged across the noise levels by the objective's aim (`robust`; see
+    `experiments.analysis.robust_optimum`): `config` holds the control factors, `predicted` and
+    its intervals are the mean over the noise levels for the mean aim (exact intervals of that
+    average) or the scenario that attains the worst or quantile aim, and `limits_met` gives each
+    limit's least favourable prediction across the levels, where every limit must hold.
     """
 
     config: Config
@@ -136,6 +178,7 @@ class Optimum:
     neighbours_checked: bool
     limits_met: dict[str, float]
     desirability: dict[str, float] | None
+    robust: RobustOptimum | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +267,13 @@ class Analysis:
             f"95% PI [{format_optional(best.pi_low, '.4g')}, "
             f"{format_optional(best.pi_high, '.4g')}]",
         ]
+        if best.robust is not None:
+            spread = [level.predicted for level in best.robust.levels]
+            lines.append(
+                f"  for {best.robust.aim}: {best.robust.aim_value:.4g}; across the"
+                f" {len(spread)} noise levels {min(spread):.4g} to {max(spread):.4g}"
+                f" (sd {best.robust.sd_across_levels:.4g})"
+            )
         if best.on_edge:
             ends = ", ".join(f"{name} ({end})" for name, end in best.on_edge.items())
             lines.append(f"  at the edge of the region in: {ends}")
