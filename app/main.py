@@ -23,6 +23,7 @@ from app.api.deps import current_principal
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.routes import (
+    confirmations,
     designs,
     experiments,
     health,
@@ -95,6 +96,7 @@ KEYED_ROUTERS = (
     suggestions,
     strategies,
     optimization_loop,
+    confirmations,
     plots,
     trials,
     designs,

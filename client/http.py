@@ -226,6 +226,22 @@ class Client:
         path = f"/experiments/{experiment_id}/suggestions/{suggestion_id}/accept"
         return self._call("POST", path)  # type: ignore[no-any-return]
 
+    def confirm(self, experiment_id: int, **options: object) -> dict[str, Any]:
+        """Confirm the configuration to deploy against the baseline (`ConfirmIn`'s options:
+        pairs, max_pairs, power, fresh, seed); returns the confirmation, its runs sent."""
+        path = f"/experiments/{experiment_id}/confirm"
+        return self._call("POST", path, json=_present(**options))  # type: ignore[no-any-return]
+
+    def confirmations(self, experiment_id: int) -> list[dict[str, Any]]:
+        """The experiment's confirmations, newest first."""
+        path = f"/experiments/{experiment_id}/confirmations"
+        return self._call("GET", path)  # type: ignore[no-any-return]
+
+    def confirmation(self, experiment_id: int, confirmation_id: int) -> dict[str, Any]:
+        """One confirmation, with its result once its runs ended."""
+        path = f"/experiments/{experiment_id}/confirmations/{confirmation_id}"
+        return self._call("GET", path)  # type: ignore[no-any-return]
+
     def optimize(
         self,
         experiment_id: int,

@@ -16,7 +16,7 @@ from app.db.models import Experiment, Optimization, Trial
 from app.services import suggestions
 from app.services.access import experiment_of
 from app.services.progress import measured_value
-from app.statuses import TrialStatus
+from app.statuses import TrialSource, TrialStatus
 from experiments import analysis
 from experiments.analysis.coverage import coverage
 from experiments.analysis.deploy import DeployAnswer, deploy_answer
@@ -69,7 +69,7 @@ async def fit_inputs(
     target = targets.get(experiment.target)
     if target is not None:
         target.check_response(name, "response")
-    trials = list(await rows.list_trials(session, experiment_id))
+    trials = modelled(await rows.list_trials(session, experiment_id))
     used, arguments = fit_arguments(experiment, trials, name)
     failed = sum(t.status == TrialStatus.FAILED for t in trials)
     if len(used) < MIN_TRIALS_TO_FIT:
@@ -87,6 +87,11 @@ async def fit_inputs(
         arguments=arguments,
         trials=trials,
     )
+
+
+def modelled(trials: Sequence[Trial]) -> list[Trial]:
+    """The trials every model is fitted to: all but a confirmation's runs, which test it."""
+    return [t for t in trials if t.source != TrialSource.CONFIRMATION]
 
 
 def fit_arguments(

@@ -80,13 +80,16 @@ def preview(
     return dataclasses.replace(design, notes=(*notes, *design.notes))
 
 
-def trial_rows(design: Design, experiment_id: int) -> list[dict[str, Any]]:
-    """One pending trial per run of a planned design, as the rows of one bulk INSERT of
-    `Trial`: hundreds of ORM objects would each be inserted on their own."""
+def trial_rows(
+    design: Design, experiment_id: int, first_run_order: int = 1
+) -> list[dict[str, Any]]:
+    """One pending trial per run of a planned design, numbered from `first_run_order`, as the
+    rows of one bulk INSERT of `Trial`: hundreds of ORM objects would each be inserted on
+    their own."""
     return [
         {
             "experiment_id": experiment_id,
-            "run_order": point.run_order,
+            "run_order": point.run_order + first_run_order - 1,
             "std_order": point.std_order,
             "block": point.block,
             "whole_plot": point.whole_plot,

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import rows
 from app.db.models import Experiment, Trial, utcnow
 from app.queue import TaskQueue
-from app.services import designs, warm_start
+from app.services import baselines, designs, warm_start
 from app.services import idempotency as idempotent
 from app.services.access import experiment_of, target_of
 from app.services.api_keys import Principal
@@ -25,6 +25,7 @@ from app.services.trial_runs import mark_fresh_replicates, send_trials
 from app.statuses import ExperimentStatus, OptimizationStatus, TrialStatus
 from experiments.constraints import parse_constraints
 from experiments.designs import Design
+from experiments.errors import DomainError
 from experiments.factors import FactorSpace
 from experiments.galera.target_spec import TargetSpec
 from experiments.objective import Objective
@@ -44,6 +45,7 @@ class NewExperiment:
     design: dict[str, Any] | None = None
     constraints: list[str] = field(default_factory=list)
     warm_start_from: list[int] = field(default_factory=list)
+    baseline: object = None
 
     @property
     def owner(self) -> str:
@@ -70,17 +72,26 @@ async def create(
             return replayed
     target = target_of(targets, new.target)
     space, target_notes = target.prepared_space(FactorSpace.from_dicts(new.factors))
+    baseline = baselines.parsed(new.baseline, space, target)
     experiment = _experiment_row(new, target, space)
+    experiment.baseline = None if baseline is None else baseline.as_dict()
     design = await _planned(experiment, space, new, target, target_notes, max_design_runs)
     if design is not None:
-        target.check_plan([point.config for point in design.points])
+        configs = [point.config for point in design.points]
+        target.check_plan(configs)
+        baselines.check_noise_varies(space, configs)
     session.add(experiment)
     await session.flush()
+    first = 1
+    if baseline is not None:
+        measured = baselines.trial_rows(baseline, space, experiment.id)
+        await session.execute(insert(Trial), measured)
+        first += len(measured)
     if design is not None and design.points:
-        await session.execute(insert(Trial), designs.trial_rows(design, experiment.id))
+        await session.execute(insert(Trial), designs.trial_rows(design, experiment.id, first))
+        first += len(design.points)
     if new.warm_start_from:
-        first_run_order = len(design.points) + 1 if design is not None else 1
-        await _warm_start(session, experiment, new, space, target, targets, first_run_order)
+        await _warm_start(session, experiment, new, space, target, targets, first)
     return await _committed(session, experiment, new.owner, idempotency)
 
 
@@ -100,7 +111,13 @@ async def _replayed(
 def _experiment_row(new: NewExperiment, target: TargetSpec, space: FactorSpace) -> Experiment:
     """The new experiment's row, planned, its objective checked against the target's
     responses."""
-    objective = Objective.parse(new.objective, target.check_response).as_dict()
+    parsed = Objective.parse(new.objective, target.check_response)
+    if parsed.robust is not None and not any(f.noise for f in space.factors):
+        raise DomainError(
+            "objective.robust",
+            "the experiment has no noise factor to be robust over: mark one with noise: true",
+        )
+    objective = parsed.as_dict()
     return Experiment(
         name=new.name,
         target=target.name,

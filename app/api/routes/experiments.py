@@ -30,6 +30,7 @@ from app.api.schemas.experiments import (
 from app.api.schemas.trials import EXAMPLE_OBSERVATION, ObservationIn, TrialOut
 from app.services import (
     analysis_inputs,
+    baselines,
     experiment_commands,
     optimization_loop,
     progress,
@@ -73,6 +74,7 @@ def _out(detail: ExperimentDetail) -> ExperimentOut:
         design_notes=e.design_notes,
         constraints=e.constraints,
         objective=e.parsed_objective.as_dict(),
+        baseline=baselines.view(e, detail.trials if detail.trials else None),
         created_at=e.created_at,
         updated_at=e.updated_at,
         progress=detail.progress,
@@ -103,6 +105,7 @@ async def create_experiment(
         design=body.design.model_dump() if body.design is not None else None,
         constraints=body.constraints,
         warm_start_from=body.warm_start_from,
+        baseline=body.baseline,
     )
     detail = await experiment_commands.create(
         session,

@@ -155,6 +155,13 @@ class ExperimentIn(Strict):
     design: DesignIn | None = Field(default_factory=DesignIn)
     constraints: list[Constraint] = Field(default_factory=list, max_length=20)
     objective: ObjectiveIn
+    baseline: Literal["current"] | dict[str, ValueIn] | None = Field(
+        default=None,
+        examples=[{"nodes": 3, "threads_per_client": 16, "wsrep_slave_threads": "current"}],
+        description="today's configuration, shown beside every optimum and confirmed against:"
+        ' each control factor\'s value, or "current" to read a server variable or provider'
+        ' option from the nodes ("current" alone reads every factor); measured first',
+    )
     warm_start_from: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=list,
         max_length=20,
@@ -235,6 +242,17 @@ class DesignSpecOut(DesignIn):
     model_config = _STORED
 
 
+class BaselineOut(BaseModel):
+    """Today's configuration: the values given, the settings read from the nodes, and the
+    whole configuration once they were read (None until then)."""
+
+    given: dict[str, Value]
+    current: list[str] = Field(description="the factors read from the nodes")
+    config: dict[str, Value] | None = Field(
+        description="the baseline's control configuration: given plus read values"
+    )
+
+
 class ExperimentOut(BaseModel):
     """An experiment with its progress: trial counts by status, and the best so far."""
 
@@ -247,6 +265,9 @@ class ExperimentOut(BaseModel):
     design_notes: list[str]
     constraints: list[str]
     objective: ObjectiveOut
+    baseline: BaselineOut | None = Field(
+        default=None, description="today's configuration, as given and as read from the nodes"
+    )
     created_at: datetime
     updated_at: datetime
     progress: dict[str, int] = Field(description="trial counts by status, and the total")

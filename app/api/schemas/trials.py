@@ -65,6 +65,12 @@ class TrialOut(BaseModel):
     responses: dict[str, float] | None
     error: str | None
     failure: str | None
+    reads_current: list[str] | None = Field(
+        default=None, description="settings it reads from the nodes first (today's, baseline)"
+    )
+    confirmation_id: int | None = Field(default=None, description="the confirmation it runs for")
+    arm: str | None = Field(default=None, description="a confirmation's candidate or baseline")
+    pair: int | None = Field(default=None, description="the confirmation's pair it belongs to")
 
 
 class TrialDetailOut(TrialOut):

@@ -1,0 +1,276 @@
+"""Confirm the configuration to deploy against today's on the cluster itself.
+
+A confirmation runs the deploy answer (the candidate) and the baseline in interleaved pairs, each
+pair's order random, every run in a fresh cluster state where the target can restart its nodes.
+The pair count comes from the measured noise: enough pairs for a paired t-test to detect the
+gain the model predicts (`experiments.analysis.confirmation.planned_pairs`). With noise factors,
+pair i runs at noise scenario i (cycling), so the pairs measure the mean gain across the noise
+levels. Its runs are held out of every model: they test it. Once every run ended, the result is
+the paired gain with its 95 % interval, the paired p, and whether the model's prediction held.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import rows
+from app.db.models import Confirmation, Experiment, Trial, utcnow
+from app.queue import TaskQueue
+from app.services import analysis_inputs, baselines
+from app.services.access import experiment_of, target_of
+from app.services.errors import ConflictError, NotFoundError
+from app.services.progress import measured_value
+from app.services.trial_runs import send_trials
+from app.services.trial_runs.sending import new_trial
+from app.statuses import (
+    FINAL_TRIAL_STATUSES,
+    ConfirmationStatus,
+    ExperimentStatus,
+    TrialSource,
+    TrialStatus,
+)
+from experiments.analysis.confirmation import (
+    PredictionAt,
+    confirmation,
+    pair_orders,
+    planned_pairs,
+)
+from experiments.analysis.model import FittedModel, fit_model
+from experiments.errors import DomainError
+from experiments.factors import Config
+from experiments.galera.target_spec import TargetSpec
+from experiments.robust import crossed, noise_scenarios
+from experiments.terms import DEFAULT_MODEL
+
+ARMS = ("candidate", "baseline")
+CONFIRMATION_POINT = "confirmation"
+
+
+@dataclass(frozen=True)
+class ConfirmRequest:
+    """How to confirm: `pairs` fixed, or chosen up to `max_pairs` for `power`; `fresh` restarts
+    every node before each run (None: wherever the target can); `seed` orders the pairs."""
+
+    pairs: int | None = None
+    max_pairs: int = 10
+    power: float = 0.8
+    fresh: bool | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ConfirmationDetail:
+    """A confirmation row with its runs in run order."""
+
+    confirmation: Confirmation
+    trials: list[Trial]
+
+
+async def start(
+    session: AsyncSession,
+    *,
+    experiment_id: int,
+    request: ConfirmRequest,
+    queue: TaskQueue,
+    targets: Mapping[str, TargetSpec],
+) -> ConfirmationDetail:
+    """Plan the pairs, store the confirmation and its runs, and send them to the workers."""
+    experiment = await experiment_of(session, experiment_id)
+    if experiment.status == ExperimentStatus.CANCELLED:
+        raise ConflictError(f"experiment {experiment_id} was cancelled; it cannot be confirmed")
+    target = target_of(targets, experiment.target)
+    if not target.runnable:
+        raise ConflictError(f"target '{target.name}' is {target.kind}: it runs nothing")
+    fresh = _fresh(request.fresh, target)
+    trials = list(await rows.list_trials(session, experiment_id, raw_output=False))
+    baseline = baselines.required(experiment, trials)
+    candidate, fitted = _candidate(experiment, trials)
+    objective = experiment.parsed_objective
+    sign = 1.0 if objective.goal == "maximize" else -1.0
+    at_candidate, at_baseline = (_prediction(fitted, c, experiment) for c in (candidate, baseline))
+    gain = sign * (at_candidate.mean - at_baseline.mean)
+    run_sd = at_candidate.residual_sd if at_candidate.df > 0 else None
+    plan = planned_pairs(
+        gain,
+        run_sd,
+        response=objective.response,
+        power=request.power,
+        max_pairs=request.max_pairs,
+        min_pairs=min(3, request.max_pairs),
+    )
+    pairs = request.pairs if request.pairs is not None else plan.pairs
+    row = Confirmation(
+        experiment_id=experiment_id,
+        status=ConfirmationStatus.RUNNING,
+        response=objective.response,
+        goal=objective.goal,
+        candidate=candidate,
+        baseline=baseline,
+        pairs=pairs,
+        seed=request.seed,
+        plan={**plan.as_dict(), "pairs": pairs, "fresh": fresh},
+        prediction=_stored_prediction(at_candidate),
+    )
+    session.add(row)
+    await session.flush()
+    runs = await _runs(session, experiment, row, request.seed, fresh)
+    session.add_all(runs)
+    await session.flush()
+    await send_trials(session, experiment=experiment, trial_ids=[t.id for t in runs], queue=queue)
+    return ConfirmationDetail(row, runs)
+
+
+def _fresh(asked: bool | None, target: TargetSpec) -> bool:
+    if asked is None:
+        return target.starts_fresh
+    if asked:
+        target.check_starts_fresh()
+    return asked
+
+
+def _candidate(experiment: Experiment, trials: Sequence[Trial]) -> tuple[Config, FittedModel]:
+    """The deploy answer's control configuration and the model fitted to the runs; DomainError
+    naming `model` while there is none."""
+    modelled = analysis_inputs.modelled(trials)
+    response = experiment.parsed_objective.response
+    try:
+        used, arguments = analysis_inputs.fit_arguments(experiment, modelled, response)
+        fitted = fit_model(
+            experiment.factor_space, arguments["configs"], arguments["values"], DEFAULT_MODEL
+        )
+        answer = analysis_inputs.deploy_of(experiment, modelled, DEFAULT_MODEL, None)
+    except DomainError as error:
+        raise DomainError(
+            "model",
+            f"no model of {response} can be fitted yet ({error.rule}): confirm after the"
+            " experiment's runs succeeded",
+        ) from None
+    if answer is None or not used:
+        raise DomainError(
+            "model", f"no run measured {response} yet: confirm after the experiment's runs"
+        )
+    space = experiment.factor_space
+    return {f.name: answer.config[f.name] for f in space.factors if not f.noise}, fitted
+
+
+def _prediction(fitted: FittedModel, control: Config, experiment: Experiment) -> PredictionAt:
+    """What the model predicts for the mean of runs of `control` across the noise levels (the
+    average of their model rows: a linear contrast, its standard error exact)."""
+    configs = crossed([control], noise_scenarios(experiment.factor_space))
+    row = fitted.matrix(configs).mean(axis=0, keepdims=True)
+    frame = fitted.results.get_prediction(row).summary_frame(alpha=0.05)
+    df = round(float(fitted.results.df_resid))
+    scale = float(fitted.results.scale) if df > 0 else math.nan
+    return PredictionAt(
+        mean=float(frame["mean"].iloc[0]),
+        se_mean=float(frame["mean_se"].iloc[0]) if df > 0 else math.nan,
+        residual_sd=math.sqrt(scale) if df > 0 else math.nan,
+        df=df,
+    )
+
+
+def _stored_prediction(at: PredictionAt) -> dict[str, float] | None:
+    if at.df <= 0:
+        return None
+    return {"mean": at.mean, "se_mean": at.se_mean, "residual_sd": at.residual_sd, "df": at.df}
+
+
+async def _runs(
+    session: AsyncSession, experiment: Experiment, row: Confirmation, seed: int, fresh: bool
+) -> list[Trial]:
+    """The confirmation's runs, pair by pair in each pair's random order, numbered after the
+    experiment's last run; pair i at noise scenario i (cycling)."""
+    space = experiment.factor_space
+    scenarios = noise_scenarios(space)
+    arms = {"candidate": row.candidate, "baseline": row.baseline}
+    order = await rows.max_run_order(session, experiment.id)
+    runs = []
+    for pair, arm_order in enumerate(pair_orders(row.pairs, seed), start=1):
+        scenario = scenarios[(pair - 1) % len(scenarios)]
+        for arm in arm_order:
+            order += 1
+            trial = new_trial(
+                space,
+                experiment_id=experiment.id,
+                run_order=order,
+                config={**arms[arm], **scenario},
+                point_type=CONFIRMATION_POINT,
+                source=TrialSource.CONFIRMATION,
+            )
+            trial.confirmation_id, trial.arm, trial.pair = row.id, arm, pair
+            trial.restart_first = fresh
+            runs.append(trial)
+    return runs
+
+
+async def get(
+    session: AsyncSession, *, experiment_id: int, confirmation_id: int
+) -> ConfirmationDetail:
+    """One confirmation with its runs; its result is worked out once every run ended."""
+    row = await session.get(Confirmation, confirmation_id, populate_existing=True)
+    if row is None or row.experiment_id != experiment_id:
+        raise NotFoundError("confirmation", confirmation_id)
+    return await _settled(session, row)
+
+
+async def get_all(session: AsyncSession, *, experiment_id: int) -> list[ConfirmationDetail]:
+    """An experiment's confirmations, newest first."""
+    await experiment_of(session, experiment_id)
+    query = (
+        select(Confirmation)
+        .where(Confirmation.experiment_id == experiment_id)
+        .order_by(Confirmation.id.desc())
+        .execution_options(populate_existing=True)
+    )
+    return [await _settled(session, row) for row in (await session.scalars(query)).all()]
+
+
+async def _settled(session: AsyncSession, row: Confirmation) -> ConfirmationDetail:
+    query = (
+        select(Trial)
+        .where(Trial.confirmation_id == row.id)
+        .order_by(Trial.run_order)
+        .execution_options(populate_existing=True)
+    )
+    trials = list((await session.scalars(query)).all())
+    if row.status == ConfirmationStatus.RUNNING and all(
+        t.status in FINAL_TRIAL_STATUSES for t in trials
+    ):
+        _finish(row, trials)
+        await session.commit()
+    return ConfirmationDetail(row, trials)
+
+
+def _finish(row: Confirmation, trials: Sequence[Trial]) -> None:
+    """Work out the result from the pairs whose two runs measured the response."""
+    measured: dict[int, dict[str, float]] = {}
+    for trial in trials:
+        value = (
+            measured_value(trial, row.response) if trial.status == TrialStatus.SUCCEEDED else None
+        )
+        if value is not None and trial.pair is not None and trial.arm is not None:
+            measured.setdefault(trial.pair, {})[trial.arm] = value
+    complete = sorted(p for p, arms in measured.items() if set(arms) == set(ARMS))
+    row.finished_at = utcnow()
+    if len(complete) < 2:
+        row.status = ConfirmationStatus.FAILED
+        row.error = (
+            f"only {len(complete)} of {row.pairs} pairs measured {row.response} in both runs:"
+            " a paired comparison needs at least 2"
+        )
+        return
+    prediction = None if row.prediction is None else PredictionAt(**row.prediction)
+    result = confirmation(
+        [measured[p]["candidate"] for p in complete],
+        [measured[p]["baseline"] for p in complete],
+        response=row.response,
+        goal=row.goal,
+        prediction=prediction,
+    )
+    row.result = {**result.as_dict(), "pairs_planned": row.pairs}
+    row.status = ConfirmationStatus.FINISHED
