@@ -190,8 +190,7 @@ def _robust_desirability(
     per-response desirabilities there, each the aim of its values across the scenarios;
     refused when the aim leaves the overall desirability at 0."""
     mains = main_columns(crossing.control, [config])
-    importances = [g.importance for g in goals]
-    scores = crossing.overall(goals, mains, importances)[0]
+    scores = crossing.overall(goals, mains)[0]
     overall = float(aggregate(scores[None, :], aim, "maximize")[0])
     if overall <= 0.0:
         raise DomainError(

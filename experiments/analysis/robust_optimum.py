@@ -111,14 +111,12 @@ class Crossing:
     def desirable(self, goals: Sequence[DesirabilityGoal], aim: RobustAim) -> Predictor:
         """A predictor of control configurations: the aim of the overall desirability of each
         scenario."""
-        importances = [g.importance for g in goals]
-        return lambda mains: aggregate(self.overall(goals, mains, importances), aim, "maximize")
+        return lambda mains: aggregate(self.overall(goals, mains), aim, "maximize")
 
-    def overall(
-        self, goals: Sequence[DesirabilityGoal], mains: np.ndarray, importances: Sequence[float]
-    ) -> np.ndarray:
+    def overall(self, goals: Sequence[DesirabilityGoal], mains: np.ndarray) -> np.ndarray:
         """The overall desirability per control row (rows) and scenario (columns)."""
         each = np.stack([np.asarray(g.of(self.table(g.predict, mains))) for g in goals], axis=-1)
+        importances = [g.importance for g in goals]
         return np.asarray(overall_desirability(each, importances)).reshape(len(mains), self.size)
 
     def region(self, contains: Region) -> Region:

@@ -313,3 +313,41 @@ def test_the_full_length_of_a_fidelity_holds_with_noise_factors():
     values = [v + 0.01 * (i % 3 - 1) for i, v in enumerate(values)]
     best = fit(space, configs, values, model="interaction").optimum
     assert best.config == {"x": -1.0, "runtime_s": 120.0}
+
+
+def test_the_optimum_stays_in_the_hull_of_the_runs_at_every_noise_level():
+    # Runs only where x1 + x2 <= 0 (observations, not a design), at both ends of the noise z:
+    # y = 2 x1 + x2 + z is best in the box at (1, 1), in the hull of the runs at (1, -1).
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "x1", "low": -1, "high": 1},
+            {"name": "x2", "low": -1, "high": 1},
+            {"name": "z", "low": -1, "high": 1, "noise": True},
+        ]
+    )
+    corners = [(-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0), (0.0, 0.0), (-0.5, -0.5)]
+    configs = [{"x1": a, "x2": b, "z": z} for (a, b), z in itertools.product(corners, [-1.0, 1.0])]
+    values = [2 * c["x1"] + c["x2"] + c["z"] + 0.01 * (i % 3 - 1) for i, c in enumerate(configs)]
+    best = fit(space, configs, values, model="linear").optimum
+    assert best.region == "the hull of the observed runs"
+    assert best.config == pytest.approx({"x1": 1.0, "x2": -1.0}, abs=1e-6)
+
+
+def test_a_control_configuration_counts_as_inside_only_when_every_crossing_is():
+    # At z = -1 the runs fill the box, at z = +1 only x1 + x2 <= 0: (1, 1) was run, but its
+    # crossing with z = +1 would extrapolate, so the optimum of 2 x1 + x2 is (1, -1).
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "x1", "low": -1, "high": 1},
+            {"name": "x2", "low": -1, "high": 1},
+            {"name": "z", "low": -1, "high": 1, "noise": True},
+        ]
+    )
+    box = [(-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0), (1.0, 1.0), (0.0, 0.0)]
+    triangle = [(-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0), (-0.5, -0.5)]
+    configs = [{"x1": a, "x2": b, "z": -1.0} for a, b in box]
+    configs += [{"x1": a, "x2": b, "z": 1.0} for a, b in triangle]
+    values = [2 * c["x1"] + c["x2"] + c["z"] + 0.01 * (i % 3 - 1) for i, c in enumerate(configs)]
+    best = fit(space, configs, values, model="linear").optimum
+    assert best.region == "the hull of the observed runs"
+    assert best.config == pytest.approx({"x1": 1.0, "x2": -1.0}, abs=1e-6)
