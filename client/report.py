@@ -53,6 +53,9 @@ def build_report(
         except ApiError:
             continue
     sections = _sections(experiment, trials, analysis, refusal)
+    confirmed = _confirmation(client.confirmations(experiment_id))
+    if confirmed is not None:
+        sections.insert(0, confirmed)
     if html_format:
         return Report(_html(experiment, sections, images))
     figures = [f"![{name[:-4]}]({image_prefix}{name})" for name in images]
@@ -94,6 +97,31 @@ def _sections(
         ("Explanation", list(analysis["explanation"]["sentences"]), None, None),
     ]
     return sections
+
+
+def _confirmation(found: Sequence[Mapping[str, Any]]) -> Section | None:
+    """The latest confirmation on the cluster, first: the sentence to paste, why that many
+    pairs, and every pair measured; None before any."""
+    if not found:
+        return None
+    latest = found[0]
+    title = "Confirmed on the cluster against today's configuration"
+    if latest["result"] is None:
+        ended = sum(t["status"] in ("succeeded", "failed", "cancelled") for t in latest["trials"])
+        state = latest["error"] or f"{ended} of {len(latest['trials'])} runs ended"
+        return (title, [f"Confirmation {latest['id']} is {latest['status']}: {state}."], None, None)
+    response = latest["response"]
+    pairs: dict[int, dict[str, str]] = {}
+    for trial in latest["trials"]:
+        pairs.setdefault(trial["pair"], {})[trial["arm"]] = (
+            f"run {trial['run_order']}: {_response(trial, response)}"
+        )
+    rows = [
+        [str(p), arms.get("candidate", ""), arms.get("baseline", "")]
+        for p, arms in sorted(pairs.items())
+    ]
+    paragraphs = [latest["sentence"], latest["plan"].get("reason") or ""]
+    return (title, [p for p in paragraphs if p], ["pair", "to deploy", "today's"], rows)
 
 
 def _overview(experiment: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -6,6 +6,7 @@ themselves on `cli` in the order `--help` lists them."""
 from __future__ import annotations
 
 from client.cli import (
+    confirm_commands,
     key_commands,
     rest_commands,
     review_commands,
@@ -16,6 +17,7 @@ from client.cli.base import cli
 
 __all__ = [
     "cli",
+    "confirm_commands",
     "key_commands",
     "main",
     "rest_commands",

@@ -5,6 +5,7 @@
 import { api } from "./api.js";
 import { renderAnalysis, renderEffects } from "./analysis.js";
 import { bestSoFar, purge, seriesOf } from "./charts.js";
+import { confirmPanel } from "./confirm.js";
 import {
   badge, configText, duration, errorBox, fill, h, num, parseTime, table, trialSeconds, when,
 } from "./dom.js";
@@ -53,6 +54,7 @@ export function experimentView(root, id, query) {
     h("label", {}, "Response ", responseSelect), h("label", {}, "Model ", modelSelect));
   const body = h("div", { id: "tab-content" });
   const dialog = h("dialog", { id: "trial-dialog" });
+  const confirmation = confirmPanel({ id, refresh: () => poll() });
   const steer = steerPanel({
     id,
     experiment: () => state.experiment,
@@ -60,7 +62,7 @@ export function experimentView(root, id, query) {
   });
 
   fill(root, h("div", { class: "exp-layout" },
-    h("div", { class: "exp-main" }, header, progress,
+    h("div", { class: "exp-main" }, header, confirmation.node, progress,
       h("div", { class: "tabs", role: "tablist" }, tabButtons),
       h("section", { class: "tab-body", id: "tab-body" }, fitControls, body)),
     steer.node), dialog);
@@ -80,10 +82,11 @@ export function experimentView(root, id, query) {
   async function poll() {
     clearTimeout(state.timer);
     try {
-      const [experiment, trials, suggestions] = await Promise.all([
+      const [experiment, trials, suggestions, confirmations] = await Promise.all([
         api(`/experiments/${id}`),
         api(`/experiments/${id}/trials`),
         api(`/experiments/${id}/suggestions`),
+        api(`/experiments/${id}/confirmations`),
       ]);
       if (state.gone) return;
       const first = state.experiment === null;
@@ -93,6 +96,7 @@ export function experimentView(root, id, query) {
       if (first) await firstLoad();
       renderHeader();
       renderProgress();
+      confirmation.update(experiment, confirmations);
       steer.update(experiment, state.runnable, suggestions);
       updateResponses();
       paint(false);
