@@ -176,7 +176,8 @@ def test_without_noise_factors_there_is_no_robust_report():
 
 # A hand-derivable combined array: one control factor x (-1..1), a categorical noise factor
 # (the workload), each response linear in x per workload, every point run twice at -+e around
-# the line so the fit recovers the lines exactly with a residual variance of e^2 * 4 / 3.
+# the line (e = 0.1) so the interaction model recovers the lines exactly, with a residual mean
+# square of 20 e^2 / 16 (20 runs, 4 parameters).
 # tps: read-only 20 + 6x, read-write 10 - 2x: the mean 15 + 2x is best at x = +1 (17); the
 # worst is always read-write, best at x = -1 (12). latency: read-only 5 + 3x, read-write
 # 9 - 5x: its mean 7 - x is at most 7.5 from x = -0.5 up; read-write meets 7.5 only from
@@ -209,9 +210,11 @@ def workload_runs() -> tuple[list[dict], dict[str, list[float]]]:
 
 def workload_fit(aim: RobustAim | None, **arguments):
     configs, values = workload_runs()
-    return fit(
+    analysis = fit(
         workload_space(), configs, values["tps"], model="interaction", robust=aim, **arguments
     )
+    assert analysis.rmse**2 == pytest.approx(20 * 0.1**2 / 16)
+    return analysis
 
 
 @pytest.mark.parametrize(
@@ -222,6 +225,8 @@ def test_hand_derived_mean_and_worst_optimum(aim, x, value):
     best = workload_fit(aim).optimum
     assert best.config == {"x": x}
     assert best.robust.aim_value == pytest.approx(value)
+    # Two levels: the standard deviation across them is half their distance, |10 + 8x| / 2.
+    assert best.robust.sd_across_levels == pytest.approx(abs(10 + 8 * x) / 2)
     assert [level.scenario for level in best.robust.levels] == [
         {"workload": "ro"},
         {"workload": "rw"},
