@@ -1,5 +1,6 @@
 """The SQL client (`worker.galera_sql`) and the lab supervisor (`worker.lab.supervisor`) on real
-mariadbd processes: resize, rejoin, replication, variables, adoption. One file for both rooms:
+mariadbd processes: resize, rejoin, replication, variables, adoption, and the lab target's read
+of the settings its nodes run (a baseline's "current"). One file for both rooms:
 the suite's lab cluster (`suite_lab_layout` in tests/conftest.py: under /var/tmp, on free
 ports, so it never meets a running lab) serves the module; each test brings it to the size it
 needs. The last test stops it and wipes it: the bootstrap from nothing is tested here.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -32,6 +34,8 @@ from worker.galera_sql import (
 )
 from worker.lab.layout import LabLayout
 from worker.lab.supervisor import LabCluster
+from worker.targets.base import TargetError
+from worker.targets.lab import LabTarget, settings_of
 
 pytestmark = pytest.mark.integration
 
@@ -186,6 +190,53 @@ def test_a_crashed_node_is_noticed_and_restarted(lab: LabCluster):
     lab.resize(3)
     assert sizes(lab) == [3, 3, 3]
     assert lab.status()["nodes"][2]["pid"] != crashed
+
+
+def shown(node: Node, credentials: Credentials, name: str) -> str:
+    """A setting as the node shows it: SHOW GLOBAL VARIABLES, or its provider options."""
+    with connect(node, credentials) as connection, connection.cursor() as cursor:
+        variable = "wsrep_provider_options" if "." in name else name
+        cursor.execute("SHOW GLOBAL VARIABLES LIKE %s", (variable,))
+        ((_, value),) = cursor.fetchall()
+    if variable == name:
+        return value
+    option = re.search(rf"(?:^|;)\s*{re.escape(name)}\s*=\s*([^;]*)", value)
+    assert option is not None, value
+    return option.group(1).strip()
+
+
+def test_the_lab_target_reads_what_its_nodes_run(lab: LabCluster, layout: LabLayout):
+    lab.resize(3)
+    target = LabTarget("lab", settings_of(layout))
+    # The module's cluster, on the suite's layout (its gcache size too): adopted, not restarted.
+    target.cluster = lab
+    nodes, credentials = lab.nodes(), lab.credentials
+    names = ["wsrep_slave_threads", "innodb_flush_log_at_trx_commit", "gcs.fc_limit"]
+    before = {name: shown(nodes[0], credentials, name) for name in names}
+    started = time.monotonic()
+    assert target.read_current({"nodes": 3}, names) == before
+    print(f"read_current of 3 settings on 3 lab nodes: {time.monotonic() - started:.2f} s")
+
+    set_globals(nodes, credentials, {"wsrep_slave_threads": 3})  # the operator changed it
+    try:
+        assert target.read_current({"nodes": 3}, ["wsrep_slave_threads"]) == {
+            "wsrep_slave_threads": "3"
+        }
+        # A trial's setting is set back before the read: it is not today's configuration.
+        target.apply_settings(nodes, target.plan({"nodes": 3, "wsrep_slave_threads": 5}))
+        assert shown(nodes[2], credentials, "wsrep_slave_threads") == "5"
+        assert target.read_current({"nodes": 3}, ["wsrep_slave_threads"]) == {
+            "wsrep_slave_threads": "3"
+        }
+        assert shown(nodes[2], credentials, "wsrep_slave_threads") == "3"
+        assert not target.restore_file.exists()  # nothing left to set back
+        set_globals(nodes[1:2], credentials, {"wsrep_slave_threads": 4})
+        with pytest.raises(TargetError, match="disagree on wsrep_slave_threads: node1 3, node2 4"):
+            target.read_current({"nodes": 3}, ["wsrep_slave_threads"])
+        with pytest.raises(TargetError, match="node1 does not report no_such_variable"):
+            target.read_current({"nodes": 3}, ["no_such_variable"])
+    finally:
+        set_globals(nodes, credentials, {"wsrep_slave_threads": int(before["wsrep_slave_threads"])})
 
 
 def test_a_taken_port_is_named(layout: LabLayout, lab: LabCluster):

@@ -164,6 +164,19 @@ def test_a_trial_runs_on_the_cluster_over_ssh(target: SshTarget) -> None:
     assert _sizes(target, 2) == [2, 2]
 
 
+def test_the_settings_the_nodes_run_are_read_over_ssh(target: SshTarget) -> None:
+    # As the trial above left the cluster: two nodes, no restart-only setting, none to set back.
+    started = time.monotonic()
+    read = target.read_current({"nodes": 2}, ["wsrep_slave_threads"])
+    print(f"read_current on the ssh target took {time.monotonic() - started:.2f} s")
+    node = target.services[0].node
+    with galera_sql.connect(node, target.credentials) as connection:
+        cursor = connection.cursor()
+        cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_slave_threads'")
+        ((_, value),) = cursor.fetchall()
+    assert read == {"wsrep_slave_threads": value}
+
+
 def test_targets_check_finds_every_host_ready(target: SshTarget, emulation: Emulation) -> None:  # noqa: F811
     # What `galera-doe targets check` prints, on a cluster that works: every row passes.
     target.nodes_for(3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -79,6 +79,12 @@ class Target(ABC):
         node restarted before the run, so a replicate does not inherit what earlier trials
         left behind (a target that keeps no state between trials has it always).
         """
+
+    def read_current(self, config: Mapping[str, Value], names: Sequence[str]) -> dict[str, str]:
+        """The text of each setting in `names` as the nodes run it now (`baseline: current`),
+        read before anything of the trial is applied; `config` holds the trial's given values
+        (its cluster's shape among them). TargetError when the target cannot read a setting."""
+        raise TargetError(f"target '{self.name}' ({self.kind}) cannot read its nodes' settings")
 
     def recover(self) -> None:  # noqa: B027 - a stateless target has nothing to reset
         """Bring the target back to a known state after a failed trial."""

@@ -7,7 +7,9 @@ make sure each client's schema `sbtest<i>` is prepared as the trial would prepar
 drifted (`worker.targets.schemas`), read the Galera counters, run one sysbench process per client
 (client i on node i mod N) at once, read the counters again, check health again, and combine
 everything into the responses. An unhealthy cluster is an infrastructure failure (retried), a
-configuration the server refuses is infeasible (never retried).
+configuration the server refuses is infeasible (never retried). A trial that reads today's
+settings first (a baseline's "current": `read_current`) gets the nodes ready the same way and
+reads them with every earlier trial's setting set back.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ import subprocess
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pymysql.cursors import Cursor
 
 from experiments.galera.kinds import CLUSTER_FACTORS
+from experiments.galera.provider_options import is_provider_option_name
 from worker import galera_sql, sysbench, sysbench_output
 from worker.targets import record, restore, schemas
 from worker.targets.base import (
@@ -158,6 +161,55 @@ class ClusterTarget(Target):
         except sysbench_output.SysbenchOutputError as error:
             raise TargetError(f"{error}: {raw_output[-2000:]}") from error
         return TrialResult(responses=responses, raw_output=raw_output, record=kept)
+
+    def read_current(self, config: Mapping[str, Value], names: Sequence[str]) -> dict[str, str]:
+        """The text of each setting in `names` on the trial's nodes (`Target.read_current`).
+
+        The nodes are made ready as a run makes them (their shape, and the restart-only
+        settings among the given values, which the ones read are not), and every setting an
+        earlier trial changed is set back first: a baseline is the operator's configuration,
+        not what the last trial left. Then each node is read: server variables from SHOW GLOBAL
+        VARIABLES, provider options (dotted names) from wsrep_provider_options. TargetError
+        naming a setting a node does not report, or one the nodes disagree on."""
+        plan = self.plan(config)
+        try:
+            nodes, _ = self._ready(plan, None, fresh=False)
+            size = self.cluster_size(nodes)
+            galera_sql.check_healthy(nodes, self.credentials, expected_size=size)
+            self.apply_settings(nodes, dataclasses.replace(plan, variables={}, provider_options={}))
+            read = [self._settings_on(node, names) for node in nodes]
+        except galera_sql.VariableError as error:
+            raise InfeasibleError(str(error)) from error
+        except galera_sql.GaleraError as error:
+            raise InfrastructureError(str(error)) from error
+        for name in names:
+            values = [settings[name] for settings in read]
+            if len(set(values)) > 1:
+                each = ", ".join(f"{n.name} {v}" for n, v in zip(nodes, values, strict=True))
+                raise TargetError(
+                    f"the nodes disagree on {name}: {each}; a baseline is one configuration"
+                )
+        return read[0]
+
+    def _settings_on(self, node: galera_sql.Node, names: Sequence[str]) -> dict[str, str]:
+        """The text of each setting in `names` as `node` reports it; TargetError naming one
+        it does not report."""
+        variables = [name for name in names if not is_provider_option_name(name)]
+        reported = galera_sql.global_variables(node, self.credentials, variables)
+        options = (
+            galera_sql.provider_options(node, self.credentials)
+            if len(variables) < len(names)
+            else {}
+        )
+        values: dict[str, str] = {}
+        for name in names:
+            provider = is_provider_option_name(name)
+            value = options.get(name) if provider else reported.get(name.lower())
+            if value is None:
+                where = "wsrep_provider_options" if provider else "SHOW GLOBAL VARIABLES"
+                raise TargetError(f"{node.name} does not report {name} (in its {where})")
+            values[name] = value
+        return values
 
     def _ready(
         self, plan: TrialPlan, cancel: threading.Event | None, *, fresh: bool

@@ -23,7 +23,7 @@ import itertools
 import math
 import numbers
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +57,9 @@ _REAL_RANGES: dict[str, tuple[float, float]] = {
     name: (rule.low, rule.high) for name, rule in SIMULATED_RANGES.items() if not rule.whole
 }
 _SETTINGS = ("seed", "noise", "seconds_per_trial", "max_connections")
+# The settings its nodes hold, which a baseline can read (`read_current`); the rest of a trial
+# (the load, the cluster's shape) is the client's to give.
+READABLE_SETTINGS = ("wsrep_slave_threads",)
 
 
 def _check(name: str, value: object) -> float | int:
@@ -205,6 +208,17 @@ class SimulatedTarget(Target):
         return TrialResult(
             responses=responses, raw_output=self._report(resolved, responses, run_key)
         )
+
+    def read_current(self, config: Mapping[str, Value], names: Sequence[str]) -> dict[str, str]:
+        """What the simulated nodes run when no trial sets it: the model's default of each
+        readable setting (`READABLE_SETTINGS`), as a node would report it (text)."""
+        unreadable = [name for name in names if name not in READABLE_SETTINGS]
+        if unreadable:
+            raise TargetError(
+                f"the simulated cluster cannot read {', '.join(unreadable)} from its nodes;"
+                f" it reads {', '.join(READABLE_SETTINGS)}"
+            )
+        return {name: str(SIMULATED_DEFAULTS[name]) for name in names}
 
     def _check_connections(self, config: Mapping[str, float | int]) -> None:
         """Refuse a trial whose busiest node would get more connections than the setting
