@@ -17,8 +17,9 @@ Every call looks at what has been run and takes the next step of
    confirms the optimum and stops; outside it, Bayesian optimization takes over.
 
 Bayesian optimization also starts at once when the staged path cannot work or does not pay:
-categorical factors (axial points mean nothing for a category), a fidelity factor (the trials'
-length, which only Bayesian optimization uses as such), factor constraints that cut the
+categorical factors (axial points mean nothing for a category), a noise factor (varied, never
+chosen: the staged path would place its optimum too), a fidelity factor (the trials' length,
+which only Bayesian optimization uses as such), factor constraints that cut the
 factorial, a budget (a closed loop, which is after the optimum: the staged path's runs come
 before any search, and they made the optimum later at every budget measured), or runs that are
 no factorial at all (data recorded elsewhere). It then starts from a space-filling design when
@@ -204,6 +205,13 @@ class Auto(Bayes):
 
     def _unfit_factor(self) -> str | None:
         """Why a factor of the space rules the staged path out, or None."""
+        noise = [f.name for f in self.problem.space.factors if f.noise]
+        if noise:
+            return (
+                f"{noise[0]} is a noise factor: the staged path places the optimum of every"
+                " factor, a noise factor's level among them, while Bayesian optimization"
+                " chooses the control factors and measures each choice at every noise level"
+            )
         categorical = [f.name for f in self.problem.space.factors if not f.is_numeric]
         if categorical:
             return (

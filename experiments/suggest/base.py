@@ -11,10 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar, Self
 
 from experiments.errors import DomainError
-from experiments.factors import Value
+from experiments.factors import Config, Value
 from experiments.numbers import describe_config, format_value
 from experiments.suggest.bayes.incumbent import MODEL_NAME
 from experiments.suggest.bayes.models import Models
+from experiments.suggest.bayes.robust_deploy import robust_recommendation
+from experiments.suggest.noise import control_of, crossed_plan
 from experiments.suggest.problem import Problem
 from experiments.suggest.values import Plan, Recommendation, Runs
 
@@ -69,9 +71,11 @@ class Strategy(ABC):
     def suggest(self, count: int) -> Plan:
         """The next runs, at most `count` of them where the strategy picks one by one, each with
         its prediction and reason, named by the strategy (never a configuration whose trial
-        failed); or, in `Plan.stop_reason`, why nothing is worth running."""
+        failed); or, in `Plan.stop_reason`, why nothing is worth running. With noise factors
+        `count` counts control configurations, each run at every noise level
+        (`experiments.suggest.noise`): every strategy's plan is crossed here."""
         self._check_fitted()
-        plan = self._plan(count)
+        plan = crossed_plan(self.problem, self._plan(count), self.runs_.configs)
         space = self.problem.space
         failed = {space.key(space.check_config(c, in_region=False)) for c in self.runs_.failed}
         kept = [s for s in plan.suggestions if space.key(s.config) not in failed]
@@ -97,7 +101,9 @@ class Strategy(ABC):
     def recommend(self) -> Recommendation | None:
         """What to deploy now: the run configuration of best Gaussian-process mean less one
         standard deviation (`experiments.suggest.bayes`), or the first measured while the runs
-        cannot be modelled; None before any run succeeded."""
+        cannot be modelled; None before any run succeeded. With noise factors, a control
+        configuration judged across the noise levels by the problem's robust aim
+        (`experiments.suggest.bayes.robust_deploy`)."""
         self._check_fitted()
         return recommended(self.problem, self.runs_, self.models_)
 
@@ -112,17 +118,29 @@ class Strategy(ABC):
 
 
 def recommended(problem: Problem, runs: Runs, models: Models | None) -> Recommendation | None:
-    """The recommendation of `models` fitted to `runs`; while there are none, the first run
-    measured (one run, or every run equal: the first is as good as any); None without runs."""
+    """The recommendation of `models` fitted to `runs` (with noise factors, robust across their
+    levels); while there are none, the first run measured (one run, or every run equal: the
+    first is as good as any; with noise factors its control configuration); None without
+    runs."""
     if models is not None:
+        if problem.noisy:
+            return robust_recommendation(problem, runs, models)
         return models.recommendation(problem.sign)
     if len(runs) == 0:
         return None
     space = problem.space
-    config, value = space.check_config(runs.configs[0], in_region=False), float(runs.values[0])
+    pick = control_of if problem.noisy else _whole
+    config, value = pick(problem, runs.configs[0]), float(runs.values[0])
+    note = (
+        " A noise factor is not chosen: the answer is its control factors." if problem.noisy else ""
+    )
     reason = (
         f"Deploy {describe_config(config, space.units)}: it measured {format_value(value)}, and"
-        " no model can be fitted yet (one run, or every run measured the same)."
+        f" no model can be fitted yet (one run, or every run measured the same).{note}"
     )
-    same = [c for c in runs.configs if space.check_config(c, in_region=False) == config]
+    same = [c for c in runs.configs if pick(problem, c) == config]
     return Recommendation(config, value, None, len(same), value, None, reason)
+
+
+def _whole(problem: Problem, config: Mapping[str, object]) -> Config:
+    return problem.space.check_config(config, in_region=False)

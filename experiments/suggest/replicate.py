@@ -12,8 +12,11 @@ from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace
 from experiments.goals import check_goal
 from experiments.numbers import describe_config
+from experiments.robust import aggregate, noise_scenarios
+from experiments.suggest.noise import measured_controls
 from experiments.suggest.observed import checked_data, same
-from experiments.suggest.values import Suggestion
+from experiments.suggest.problem import Problem
+from experiments.suggest.values import Runs, Suggestion
 
 
 def replicate_incumbent(
@@ -61,6 +64,42 @@ def replicate_incumbent(
             reason=text,
             predicted=float(means[order[0]]),
             uncertainty=uncertainty,
+            predicted_by="mean of its runs",
+        )
+        for _ in range(count)
+    ]
+
+
+def replicate_robust(problem: Problem, runs: Runs, count: int) -> list[Suggestion]:
+    """`count` replicates of the best control configuration so far, in a space with noise
+    factors: of those measured at the most noise scenarios, the best by the problem's aim of
+    its measured means there. Each replicate names one scenario it was measured at; the plan
+    runs it at every scenario (`experiments.suggest.noise`)."""
+    if count < 1:
+        raise DomainError("count", "must be at least 1")
+    controls = measured_controls(problem, runs)
+    if not controls:
+        raise DomainError("configs", "no run was measured at a noise level to replicate")
+    most = max(len(c.means) for c in controls)
+    contenders = [c for c in controls if len(c.means) == most]
+    aim, goal = problem.aim, problem.goal
+    values = [float(aggregate(np.array(list(c.means.values())), aim, goal)[0]) for c in contenders]
+    top = int(np.argmax(problem.sign * np.array(values)))
+    best, scenarios = contenders[top], noise_scenarios(problem.space)
+    where = describe_config(best.config, problem.space.units)
+    text = (
+        f"Repeat the best control configuration so far ({where}) at every noise level: by"
+        f" {aim.text(goal)} of its measured means it has {values[top]:.4g} over {best.runs}"
+        " run(s). Replicates show whether it is truly the best or a lucky measurement."
+    )
+    config = best.config | scenarios[next(iter(best.means))]
+    return [
+        Suggestion(
+            config=dict(config),
+            strategy="replicate",
+            point_type="replicate",
+            reason=text,
+            predicted=values[top],
             predicted_by="mean of its runs",
         )
         for _ in range(count)

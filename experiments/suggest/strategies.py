@@ -9,7 +9,7 @@ from experiments.suggest.base import Strategy
 from experiments.suggest.bayes import CANDIDATES, bayes_batch
 from experiments.suggest.bayes.models import unmodellable
 from experiments.suggest.initial import initial_runs, space_filling
-from experiments.suggest.replicate import replicate_incumbent
+from experiments.suggest.replicate import replicate_incumbent, replicate_robust
 from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.suggest.values import Plan
 
@@ -67,7 +67,16 @@ class Replicate(Strategy):
     summary = "replicates of the best configuration so far"
 
     def _plan(self, count: int) -> Plan:
-        """`count` replicates of the incumbent."""
+        """`count` replicates of the incumbent (with noise factors, of the best control
+        configuration by the problem's aim)."""
+        if self.problem.noisy:
+            found = replicate_robust(self.problem, self.runs_, count)
+            return Plan(
+                self.name,
+                "replicate",
+                "Replicates of the best control configuration so far.",
+                found,
+            )
         found = replicate_incumbent(
             self.problem.space,
             self.runs_.configs,

@@ -164,3 +164,49 @@ def test_without_runs_nothing_is_predicted_or_recommended(name):
     strategy = STRATEGIES[name](problem()).fit(Runs())
     assert strategy.predict([{"nodes": 2, "threads": 3}]) is None
     assert strategy.recommend() is None
+
+
+# The same factors with a noise factor (a table size, never chosen), numeric without levels:
+# its noise levels are its low and high ends.
+NOISE_SPACE = FactorSpace.from_dicts(
+    [
+        *SPACE.to_dicts(),
+        {"name": "table_size", "kind": "integer", "low": 1000, "high": 100000, "noise": True},
+    ]
+)
+NOISE_FAILED = {**FAILED, "table_size": 1000}
+
+
+def noise_runs() -> Runs:
+    """A two-level factorial of all three factors with three centre runs, one failed trial."""
+    corners = [
+        {"nodes": n, "threads": t, "table_size": s}
+        for n in (1, 9)
+        for t in (1, 64)
+        for s in (1000, 100000)
+    ]
+    configs = [*corners, *([{"nodes": 5, "threads": 8, "table_size": 50500}] * 3)]
+    values = [tps(c) - 0.001 * c["table_size"] + 5.0 * i for i, c in enumerate(configs)]
+    return Runs(configs=configs, values=values, failed=[NOISE_FAILED])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_with_a_noise_factor_each_control_configuration_is_suggested_at_every_noise_level(name):
+    runs = noise_runs()
+    plan = STRATEGIES[name](Problem(NOISE_SPACE)).fit(runs).suggest(3)
+    assert plan.suggestions, plan.explanation
+    levels: dict[tuple, set] = {}
+    for c in [*runs.configs, *runs.failed, *(s.config for s in plan.suggestions)]:
+        levels.setdefault((c["nodes"], c["threads"]), set()).add(c["table_size"])
+    for s in plan.suggestions:
+        assert NOISE_SPACE.check_config(s.config) == s.config
+        assert {1000, 100000} <= levels[(s.config["nodes"], s.config["threads"])], s.config
+        assert s.predicted is not None and s.strategy == name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_with_a_noise_factor_the_recommendation_is_a_measured_control_configuration(name):
+    runs = noise_runs()
+    found = STRATEGIES[name](Problem(NOISE_SPACE)).fit(runs).recommend()
+    assert found is not None
+    assert found.config in [{"nodes": c["nodes"], "threads": c["threads"]} for c in runs.configs]
