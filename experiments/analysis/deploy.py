@@ -8,44 +8,37 @@ the answer: the regression model's predicted optimum is listed beside it as "not
 and the best single run as one measurement, its noise included. The evidence is what was
 measured at the answer (runs, mean, standard error of the mean) and what the fitted regression
 model predicts there (95 % confidence and prediction intervals).
+
+With noise factors (`experiments.robust`) the answer is a configuration of the control factors:
+its evidence is given at each noise level (`noise_levels`), and its `measured` and `model` are
+reduced by the robust aim (`aim`), the aim of the levels' measured means and of the model's
+predictions (with the intervals of that weighted sum of the levels, `_aim_view`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from experiments.analysis.model import FittedModel
+from experiments.analysis.model import CONFIDENCE, FittedModel
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
 from experiments.numbers import describe_config, finite_or_none, format_value, significant
+from experiments.robust import RobustAim, aggregate, control_space, noise_factors, noise_scenarios
 
 if TYPE_CHECKING:
     from experiments.analysis.results import Analysis
+    from experiments.suggest.values import Limit, Recommendation
 
 # Measured means and predictions to four significant digits (1052, not 1050): runs a few
 # percent apart must read apart.
 _DIGITS = 4
 
 __all__ = ["Candidate", "DeployAnswer", "Measurements", "ModelView", "deploy_answer"]
-
-
-class _Recommendation(Protocol):
-    config: Mapping[str, Any]
-    predicted: float
-    uncertainty: float | None
-    predicted_by: str | None
-    reason: str
-
-
-class _Limit(Protocol):
-    response: str
-    min: float | None
-    max: float | None
 
 
 @dataclass(frozen=True)
@@ -116,6 +109,8 @@ class DeployAnswer:
     model: ModelView | None
     caveats: list[str]
     alternatives: list[Candidate]
+    aim: str | None = None
+    noise_levels: list[Candidate] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         """Plain, JSON-serializable dict."""
@@ -128,33 +123,40 @@ def deploy_answer(
     values: Sequence[float],
     *,
     goal: str,
-    recommendation: _Recommendation,
+    recommendation: Recommendation,
     measure: str,
     response: str | None = None,
     labels: Sequence[str] | None = None,
     analysis: Analysis | None = None,
     model: FittedModel | None = None,
-    limits: Sequence[_Limit] = (),
+    limits: Sequence[Limit] = (),
     responses: Mapping[str, Sequence[float]] | None = None,
+    robust: RobustAim | None = None,
 ) -> DeployAnswer:
     """The one answer to deploy, from the measured runs (`configs` and the `values` of
     `measure`, each run named by `labels`, default "run i"), the strategy's `recommendation`,
     and, when given, the fitted `analysis` of `response` (its predicted optimum) and the
     regression `model` it was fitted as (the predictions with intervals). `limits` and the
-    `responses` they limit, one value per run, flag a best run that breaks one."""
+    `responses` they limit, one value per run, flag a best run that breaks one. With noise
+    factors the recommendation is a control configuration, judged by the `robust` aim (None:
+    the mean over the noise levels)."""
     runs = _checked_runs(space, configs, values, labels)
-    config = space.check_config(recommendation.config, in_region=False)
-    evidence = _Evidence(
-        space, measure, response or measure, _grouped(space, runs), analysis=analysis, model=model
-    )
+    aim = (robust or RobustAim()) if noise_factors(space) else None
+    grouped, response = _grouped(space, runs), response or measure
+    evidence = _Evidence(space, measure, response, grouped, analysis, model, aim, goal)
     sign = 1.0 if goal == "maximize" else -1.0
+    config = evidence.checked(recommendation.config)
+    levels = [evidence.at(config | s) for s in noise_scenarios(space)] if aim else []
+    measured, seen = evidence.measured(config), evidence.view(config)
+    lead, found = f"Deploy {describe_config(config, space.units)}", (measured, seen)
+    summary = _summary(lead, measure, *found)
+    if aim is not None:
+        summary = _robust_summary(evidence, config, levels, found)
     alternatives, agreements = _alternatives(evidence, config, runs, sign, limits, responses)
-    measured = evidence.groups.get(space.key(config))
-    seen = evidence.view(config)
     return DeployAnswer(
         config=config,
         source="recommendation",
-        summary=_summary(f"Deploy {describe_config(config, space.units)}", measure, measured, seen),
+        summary=summary,
         reason=" ".join([recommendation.reason, *agreements]),
         measure=measure,
         runs_used=len(values),
@@ -165,7 +167,12 @@ def deploy_answer(
         model=seen,
         caveats=_caveats(space, runs.configs),
         alternatives=alternatives,
+        aim=None if aim is None else aim.text(goal),
+        noise_levels=levels,
     )
+
+
+_Found = tuple[Measurements | None, ModelView | None]
 
 
 @dataclass(frozen=True)
@@ -199,7 +206,8 @@ def _checked_runs(
 @dataclass(frozen=True)
 class _Evidence:
     """What a configuration is shown with: the runs that measured it (`groups`, by
-    `space.key`) and, with a fitted `model` of `response`, the model's prediction there."""
+    `space.key`) and, with a fitted `model` of `response`, the model's prediction there. With
+    noise factors (`aim` set) a control configuration is shown reduced by the aim."""
 
     space: FactorSpace
     measure: str
@@ -207,12 +215,48 @@ class _Evidence:
     groups: dict[tuple[Value, ...], Measurements]
     analysis: Analysis | None
     model: FittedModel | None
+    aim: RobustAim | None = None
+    goal: str = "maximize"
+
+    def key_of(self, config: Mapping[str, Value]) -> tuple[Value, ...]:
+        """What makes two answers the same: every factor, or the control factors only."""
+        space = self.space if self.aim is None else control_space(self.space)
+        return space.key(config)
+
+    def checked(self, config: Mapping[str, object]) -> Config:
+        """A configuration of every factor, or, with noise factors, of the control ones."""
+        if self.aim is not None:
+            return _control(self.space, config)
+        return self.space.check_config(config, in_region=False)
+
+    def measured(self, at: Config) -> Measurements | None:
+        """The runs at `at`; at a control configuration, every run of it, their mean the aim
+        of the noise levels' means (None when no run measured it)."""
+        if self.aim is None or len(at) == len(self.space):
+            return self.groups.get(self.space.key(at))
+        levels = [self.groups.get(self.space.key(at | s)) for s in noise_scenarios(self.space)]
+        measured = [m for m in levels if m is not None]
+        if not measured:
+            return None
+        mean = aggregate(np.array([m.mean for m in measured]), self.aim, self.goal)[0]
+        labels = [label for m in measured for label in m.labels]
+        return Measurements(len(labels), labels, float(mean), None)
 
     def view(self, at: Config) -> ModelView | None:
-        """The regression model's prediction at `at`, None without a fitted model."""
+        """The regression model's prediction at `at` (at a control configuration, by the aim),
+        None without a fitted model."""
         if self.model is None or self.analysis is None:
             return None
-        return _view(self.model, self.analysis.model_label, self.response, at)
+        label = self.analysis.model_label
+        if self.aim is None or len(at) == len(self.space):
+            return _view(self.model, label, self.response, at)
+        return _aim_view(self, self.model, label, at)
+
+    def at(self, config: Config) -> Candidate:
+        """The evidence at one noise level of the answer (`config`: control and scenario)."""
+        scenario = describe_config({f.name: config[f.name] for f in noise_factors(self.space)})
+        found, seen = self.measured(config), self.view(config)
+        return self.candidate("noise_level", f"the answer at {scenario}", config, found, seen)
 
     def candidate(
         self, kind: str, label: str, at: Config, found: Measurements | None, seen: ModelView | None
@@ -224,29 +268,87 @@ class _Evidence:
         return Candidate(kind, label, at, found, seen, summary)
 
 
+def _control(space: FactorSpace, config: Mapping[str, object]) -> Config:
+    """The control factors of `config` (a noise factor's value in it is left out)."""
+    names = control_space(space).names
+    kept = {n: config[n] for n in names if n in config}
+    return control_space(space).check_config(kept, in_region=False)
+
+
+def _aim_view(evidence: _Evidence, model: FittedModel, label: str, at: Config) -> ModelView:
+    """The model's prediction at a control configuration reduced by the aim. Each aim is a
+    weighted sum of the levels' predictions (equal weights for the mean; the worst level; the
+    two levels a quantile falls between, as `numpy.quantile` interpolates), so its intervals
+    are those of that linear combination of the coefficients, the levels' order held fixed."""
+    assert evidence.aim is not None
+    rows = model.matrix([at | s for s in noise_scenarios(evidence.space)])
+    weights = _weights(model.results.predict(rows), evidence.aim, evidence.goal)
+    frame = model.results.get_prediction(weights @ rows).summary_frame(alpha=1.0 - CONFIDENCE)
+    columns = ("mean_ci_lower", "mean_ci_upper", "obs_ci_lower", "obs_ci_upper")
+    bounds = [finite_or_none(frame[c].iloc[0]) for c in columns]
+    return ModelView(evidence.response, label, float(frame["mean"].iloc[0]), *bounds)
+
+
+def _weights(values: np.ndarray, aim: RobustAim, goal: str) -> np.ndarray:
+    """The weights (one row) that make the aim of `values` their weighted sum."""
+    count, order = len(values), np.argsort(values, kind="stable")
+    if aim.aim == "mean":
+        return np.full((1, count), 1.0 / count)
+    worst = 0.0 if goal == "maximize" else count - 1.0
+    position = worst if aim.aim == "worst" else (count - 1) * float(aim.quantile or 0.0)
+    below, share, weights = int(position), position % 1.0, np.zeros((1, count))
+    weights[0, order[below]] += 1.0 - share
+    weights[0, order[min(below + 1, count - 1)]] += share
+    return weights
+
+
+def _robust_summary(
+    evidence: _Evidence, config: Config, levels: Sequence[Candidate], found: _Found
+) -> str:
+    """The answer and its evidence in one sentence by the aim, with the lowest and highest
+    measured level: "Deploy threads=4 across workload levels, judged by ...: ...; measured
+    from 600 at workload=write to 1000 at workload=read"."""
+    assert evidence.aim is not None
+    noise = [f.name for f in noise_factors(evidence.space)]
+    lead = (
+        f"Deploy {describe_config(config, evidence.space.units)} across {', '.join(noise)}"
+        f" levels, judged by {evidence.aim.text(evidence.goal)}"
+    )
+    text = _summary(lead, evidence.measure, *found, unmeasured="not yet measured at any level")
+    at = [(c.measured.mean, c.config) for c in levels if c.measured is not None]
+    means = sorted((mean, describe_config({n: c[n] for n in noise})) for mean, c in at)
+    if len(means) < 2:
+        return text
+    (low, at_low), (high, at_high) = means[0], means[-1]
+    return (
+        f"{text[:-1]}; measured from {significant(low, _DIGITS)} at {at_low} to"
+        f" {significant(high, _DIGITS)} at {at_high}."
+    )
+
+
 def _alternatives(
     evidence: _Evidence,
     config: Config,
     runs: _Runs,
     sign: float,
-    limits: Sequence[_Limit],
+    limits: Sequence[Limit],
     responses: Mapping[str, Sequence[float]] | None,
 ) -> tuple[list[Candidate], list[str]]:
     """The answer `config` set against the predicted optimum, the best single run and the best
     mean of a replicated configuration: each that differs becomes an alternative, each that
     coincides an agreement said in the answer's reason."""
     space, analysis = evidence.space, evidence.analysis
-    answer = space.key(config)
+    answer = evidence.key_of(config)
     alternatives: list[Candidate] = []
     agreements: list[str] = []
     if analysis is not None:
-        optimum = space.check_config(analysis.optimum.config, in_region=False)
-        if space.key(optimum) == answer:
+        optimum = evidence.checked(analysis.optimum.config)
+        if evidence.key_of(optimum) == answer:
             agreements.append("It is also the regression model's predicted optimum.")
         else:
             alternatives.append(_optimum_candidate(evidence, analysis, optimum))
     best = max(range(len(runs.values)), key=lambda i: sign * runs.values[i])
-    best_key = space.key(runs.configs[best])
+    best_key = evidence.key_of(runs.configs[best])
     if best_key == answer:
         agreements.append(f"It also gave the best single run ({runs.labels[best]}).")
     else:
@@ -254,8 +356,8 @@ def _alternatives(
     replicated = [m for m in evidence.groups.items() if m[1].runs >= 2]
     if replicated:
         key, top = max(replicated, key=lambda item: sign * item[1].mean)
-        if key not in (answer, best_key):
-            where = dict(zip(space.names, key, strict=True))
+        where = dict(zip(space.names, key, strict=True))
+        if evidence.key_of(where) not in (answer, best_key):
             label = f"the best mean of a configuration measured more than once ({top.runs} runs)"
             alternatives.append(
                 evidence.candidate("best_mean", label, where, top, evidence.view(where))
@@ -265,7 +367,7 @@ def _alternatives(
 
 def _optimum_candidate(evidence: _Evidence, analysis: Analysis, optimum: Config) -> Candidate:
     """The regression model's predicted optimum, labelled by whether a run measured it."""
-    found = evidence.groups.get(evidence.space.key(optimum))
+    found = evidence.measured(optimum)
     label = (
         "the model's predicted optimum, not yet measured"
         if found is None
@@ -279,7 +381,7 @@ def _best_run_candidate(
     evidence: _Evidence,
     runs: _Runs,
     best: int,
-    limits: Sequence[_Limit],
+    limits: Sequence[Limit],
     responses: Mapping[str, Sequence[float]] | None,
 ) -> Candidate:
     """The best single run (index `best`), labelled with the limits it breaks."""
@@ -309,7 +411,9 @@ def _summary(
         parts += [unmeasured] if unmeasured else []
     else:
         which, mean = ", ".join(found.labels), significant(found.mean, _DIGITS)
-        if found.std_error is None:
+        if found.std_error is None and found.runs > 1:  # a control configuration's aim
+            parts.append(f"measured {_times(found.runs)} ({which}), {measure} {mean} by the aim")
+        elif found.std_error is None:
             parts.append(f"{measure} {mean} in {which} (one measurement)")
         else:
             spread = significant(found.std_error)
@@ -356,42 +460,25 @@ def _view(model: FittedModel, label: str, response: str, config: Config) -> Mode
     """The regression model's prediction at `config`."""
     with np.errstate(divide="ignore", invalid="ignore"):
         found = model.predict([config])
-    return ModelView(
-        response=response,
-        model=label,
-        predicted=float(found.mean[0]),
-        ci_low=finite_or_none(found.ci_low[0]),
-        ci_high=finite_or_none(found.ci_high[0]),
-        pi_low=finite_or_none(found.pi_low[0]),
-        pi_high=finite_or_none(found.pi_high[0]),
-    )
+    bounds = (found.ci_low, found.ci_high, found.pi_low, found.pi_high)
+    return ModelView(response, label, float(found.mean[0]), *(finite_or_none(b[0]) for b in bounds))
 
 
 def _optimum_view(analysis: Analysis, response: str) -> ModelView:
     best = analysis.optimum
-    return ModelView(
-        response=response,
-        model=analysis.model_label,
-        predicted=best.predicted,
-        ci_low=best.ci_low,
-        ci_high=best.ci_high,
-        pi_low=best.pi_low,
-        pi_high=best.pi_high,
-    )
+    bounds = (best.ci_low, best.ci_high, best.pi_low, best.pi_high)
+    return ModelView(response, analysis.model_label, best.predicted, *bounds)
 
 
 def _broken(
-    limits: Sequence[_Limit], responses: Mapping[str, Sequence[float]] | None, run: int
+    limits: Sequence[Limit], responses: Mapping[str, Sequence[float]] | None, run: int
 ) -> str:
     """The limits run `run` broke as measured, e.g. "latency_p95_ms <= 50 (measured 61.2)"."""
     broken = []
     for limit in limits:
         value = float((responses or {})[limit.response][run])
-        for bound, text, fails in (
-            (limit.max, "<=", lambda v, b: v > b),
-            (limit.min, ">=", lambda v, b: v < b),
-        ):
-            if bound is not None and fails(value, bound):
+        for bound, text, sense in ((limit.max, "<=", 1.0), (limit.min, ">=", -1.0)):
+            if bound is not None and sense * (value - bound) > 0:
                 broken.append(
                     f"{limit.response} {text} {format_value(bound)} (measured {significant(value)})"
                 )
