@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from datetime import timedelta
 
 from celery.signals import worker_shutdown, worker_shutting_down
@@ -22,6 +23,9 @@ from app.services import optimization_loop, trial_runs
 from app.services.trial_runs import ClaimedTrial, Outcome
 from app.statuses import Failure
 from app.target_specs import load_targets
+from experiments.baseline import Baseline
+from experiments.errors import DomainError
+from experiments.factors import FactorSpace
 from worker import runtime
 from worker.celery_app import celery_app
 from worker.targets import build_target
@@ -31,6 +35,7 @@ from worker.targets.base import (
     Target,
     TargetError,
     TrialCancelledError,
+    Value,
 )
 
 log = logging.getLogger(__name__)
@@ -82,16 +87,21 @@ def advance_optimization(optimization_id: int) -> str:
 
 
 def _run_on_target(claimed: ClaimedTrial, cancel: threading.Event) -> Outcome:
-    """Run the configuration on the trial's target; its errors say what kind of failure it was.
-    A trial the worker's own shutdown stopped is an infrastructure failure: it runs again."""
+    """Run the configuration on the trial's target (the settings it reads from the nodes first,
+    `_read_config`); its errors say what kind of failure it was. A trial the worker's own
+    shutdown stopped is an infrastructure failure: it runs again."""
     _running.add(cancel)
     if _stopping.is_set():
         cancel.set()
     try:
         target = _target(claimed.target)
+        config, read = _read_config(target, claimed)
         result = target.run(
-            claimed.config, run_key=claimed.trial_id, cancel=cancel, fresh=claimed.restart_first
+            config, run_key=claimed.trial_id, cancel=cancel, fresh=claimed.restart_first
         )
+    except DomainError as error:
+        # A value the nodes run lies outside the factor's space: no run can change that.
+        return Outcome(failure=Failure.INFEASIBLE, error=f"{error.field}: {error.rule}")
     except TrialCancelledError:
         if _stopping.is_set():
             return Outcome(failure=Failure.INFRASTRUCTURE, error=STOPPED_MID_TRIAL)
@@ -104,7 +114,34 @@ def _run_on_target(claimed: ClaimedTrial, cancel: threading.Event) -> Outcome:
         return Outcome(failure=Failure.ERROR, error=str(error))
     finally:
         _running.discard(cancel)
-    return Outcome(responses=result.responses, raw_output=result.raw_output, record=result.record)
+    if read is None:
+        return Outcome(
+            responses=result.responses, raw_output=result.raw_output, record=result.record
+        )
+    return Outcome(
+        responses=result.responses,
+        raw_output=result.raw_output,
+        record={**(result.record or {}), "read_from_nodes": read},
+        config=config,
+    )
+
+
+def _read_config(
+    target: Target, claimed: ClaimedTrial
+) -> tuple[Mapping[str, Value], dict[str, str] | None]:
+    """The configuration to run and the settings' text read from the nodes (None when the
+    trial reads none): the trial's given values, with the values its nodes run now of the
+    settings it reads (`baseline: current`), checked against the experiment's factors.
+    DomainError names a value the nodes run that is not one of its factor's."""
+    names = claimed.reads_current
+    if not names:
+        return claimed.config, None
+    # Only the given values: a value stored for a setting to read is a placeholder.
+    given = {name: value for name, value in claimed.config.items() if name not in names}
+    read = target.read_current(given, names)
+    space = FactorSpace.from_dicts(claimed.factors or ())
+    resolved = Baseline(given=given, current=names).resolved(space, read)
+    return space.check_config(resolved), read
 
 
 def _recover(name: str) -> None:

@@ -58,11 +58,14 @@ class TargetBusyError(RuntimeError):
 @dataclass(frozen=True)
 class Outcome:
     """What running a trial on its target came to: responses measured, a failure of a kind
-    (`failure` with its `error`), or a run stopped on request (`cancelled`)."""
+    (`failure` with its `error`), or a run stopped on request (`cancelled`). `config` is the
+    whole configuration run when the worker completed the trial's own (settings it read from
+    the nodes first); None when it ran the trial's as stored."""
 
     responses: Mapping[str, float] = field(default_factory=dict)
     raw_output: str = ""
     record: Mapping[str, Any] | None = None
+    config: Mapping[str, Any] | None = None
     failure: Failure | None = None
     error: str = ""
     cancelled: bool = False
@@ -190,6 +193,7 @@ async def _succeeded(claimed: ClaimedTrial, worker: Worker, outcome: Outcome) ->
                 responses=dict(outcome.responses),
                 raw_output=outcome.raw_output,
                 record=dict(outcome.record) if outcome.record is not None else None,
+                config=dict(outcome.config) if outcome.config is not None else None,
             ),
         )
     except Exception:

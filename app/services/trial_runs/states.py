@@ -10,7 +10,7 @@ reaper's), never a success over an attempt the reaper counted lost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import rows
 from app.db.models import Trial
 from app.statuses import FINAL_TRIAL_STATUSES, ExperimentStatus, Failure, TrialStatus
+from experiments.factors import FactorSpace
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class ClaimedTrial:
     attempt: int
     worker: str
     restart_first: bool = False
+    # The settings to read from the nodes before the trial runs (a baseline's "current"), and
+    # the experiment's factors, which check the values read.
+    reads_current: tuple[str, ...] = ()
+    factors: list[dict[str, Any]] | None = None
 
 
 async def claim(
@@ -62,6 +67,8 @@ async def held_by(session: AsyncSession, *, trial_id: int, worker: str) -> Claim
         attempt=trial.attempts,
         worker=worker,
         restart_first=trial.restart_first,
+        reads_current=tuple(trial.reads_current or ()),
+        factors=list(experiment.factors),
     )
 
 
@@ -72,10 +79,17 @@ async def record_success(
     responses: dict[str, float],
     raw_output: str,
     record: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> bool:
     """running -> succeeded with the responses and the record of what it ran on, keeping the
-    errors of earlier attempts; False if the trial was taken from this worker."""
-    values = {"responses": responses, "raw_output": raw_output, "record": record}
+    errors of earlier attempts; False if the trial was taken from this worker. `config`: the
+    whole configuration it ran, when the worker completed it (the settings it read from the
+    nodes), stored with its coded values."""
+    values: dict[str, Any] = {"responses": responses, "raw_output": raw_output, "record": record}
+    if config is not None:
+        space = FactorSpace.from_dicts(claimed.factors or ())
+        values["config"] = dict(config)
+        values["coded"] = dict(zip(space.names, space.encode(config).tolist(), strict=True))
     return await _finish(session, claimed, TrialStatus.SUCCEEDED, values)
 
 
