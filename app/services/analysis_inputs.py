@@ -13,11 +13,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import rows
 from app.db.models import Experiment, Optimization, Trial
-from app.services import suggestions
+from app.services import baselines, suggestions
 from app.services.access import experiment_of
 from app.services.progress import measured_value
 from app.statuses import TrialSource, TrialStatus
 from experiments import analysis
+from experiments.analysis.baseline_view import baseline_view
 from experiments.analysis.coverage import coverage
 from experiments.analysis.deploy import DeployAnswer, deploy_answer
 from experiments.analysis.model import fit_model
@@ -39,6 +40,7 @@ class AnalysisReport:
     trials_used: int
     trials_failed: int
     result: dict[str, Any]
+    baseline: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,40 @@ async def analyze(
         trials_used=inputs.trials_used,
         trials_failed=inputs.trials_failed,
         result=result.as_dict(),
+        baseline=_baseline(inputs, model, result),
     )
+
+
+def _baseline(inputs: FitInputs, model: str, found: analysis.Analysis) -> dict[str, Any] | None:
+    """Today's configuration beside the optimum and the configuration to deploy, once its
+    values are known; None when the experiment names none."""
+    experiment, arguments = inputs.experiment, inputs.arguments
+    config = baselines.baseline_config(experiment, inputs.trials)
+    if config is None:
+        return None
+    space = inputs.space
+    try:
+        fitted = fit_model(
+            space, arguments["configs"], arguments["values"], model, arguments["blocks"]
+        )
+    except DomainError:
+        fitted = None
+    control = [f.name for f in space.factors if not f.noise]
+    against = [("the predicted optimum", found.optimum.config)]
+    if found.deploy is not None:
+        against.append(("the configuration to deploy", found.deploy.config))
+    view = baseline_view(
+        space,
+        config,
+        configs=arguments["configs"],
+        values=arguments["values"],
+        goal=arguments["goal"],
+        response=inputs.response,
+        model=fitted,
+        aim=experiment.parsed_objective.robust,
+        against=[(label, {n: c[n] for n in control}) for label, c in against],
+    )
+    return view.as_dict()
 
 
 def deploy_of(

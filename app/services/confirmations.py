@@ -11,7 +11,6 @@ the paired gain with its 95 % interval, the paired p, and whether the model's pr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -34,7 +33,9 @@ from app.statuses import (
     TrialSource,
     TrialStatus,
 )
+from experiments.analysis.aim_prediction import AimPrediction, aim_prediction
 from experiments.analysis.confirmation import (
+    ARMS,
     PredictionAt,
     confirmation,
     pair_orders,
@@ -44,10 +45,9 @@ from experiments.analysis.model import FittedModel, fit_model
 from experiments.errors import DomainError
 from experiments.factors import Config
 from experiments.galera.target_spec import TargetSpec
-from experiments.robust import crossed, noise_scenarios
+from experiments.robust import RobustAim, noise_scenarios
 from experiments.terms import DEFAULT_MODEL
 
-ARMS = ("candidate", "baseline")
 CONFIRMATION_POINT = "confirmation"
 
 
@@ -92,9 +92,11 @@ async def start(
     candidate, fitted = _candidate(experiment, trials)
     objective = experiment.parsed_objective
     sign = 1.0 if objective.goal == "maximize" else -1.0
-    at_candidate, at_baseline = (_prediction(fitted, c, experiment) for c in (candidate, baseline))
-    gain = sign * (at_candidate.mean - at_baseline.mean)
-    run_sd = at_candidate.residual_sd if at_candidate.df > 0 else None
+    at_candidate, at_baseline = (
+        _prediction(fitted, c, objective.goal) for c in (candidate, baseline)
+    )
+    gain = sign * (at_candidate.predicted - at_baseline.predicted)
+    run_sd = at_candidate.residual_sd
     plan = planned_pairs(
         gain,
         run_sd,
@@ -158,26 +160,15 @@ def _candidate(experiment: Experiment, trials: Sequence[Trial]) -> tuple[Config,
     return {f.name: answer.config[f.name] for f in space.factors if not f.noise}, fitted
 
 
-def _prediction(fitted: FittedModel, control: Config, experiment: Experiment) -> PredictionAt:
-    """What the model predicts for the mean of runs of `control` across the noise levels (the
-    average of their model rows: a linear contrast, its standard error exact)."""
-    configs = crossed([control], noise_scenarios(experiment.factor_space))
-    row = fitted.matrix(configs).mean(axis=0, keepdims=True)
-    frame = fitted.results.get_prediction(row).summary_frame(alpha=0.05)
-    df = round(float(fitted.results.df_resid))
-    scale = float(fitted.results.scale) if df > 0 else math.nan
-    return PredictionAt(
-        mean=float(frame["mean"].iloc[0]),
-        se_mean=float(frame["mean_se"].iloc[0]) if df > 0 else math.nan,
-        residual_sd=math.sqrt(scale) if df > 0 else math.nan,
-        df=df,
-    )
+def _prediction(fitted: FittedModel, control: Config, goal: str) -> AimPrediction:
+    """What the model predicts for the mean of runs of `control` across the noise levels."""
+    return aim_prediction(fitted, control, RobustAim(), goal)
 
 
-def _stored_prediction(at: PredictionAt) -> dict[str, float] | None:
-    if at.df <= 0:
+def _stored_prediction(at: AimPrediction) -> dict[str, float] | None:
+    if at.df <= 0 or at.se_mean is None or at.residual_sd is None:
         return None
-    return {"mean": at.mean, "se_mean": at.se_mean, "residual_sd": at.residual_sd, "df": at.df}
+    return {"mean": at.predicted, "se_mean": at.se_mean, "residual_sd": at.residual_sd, "df": at.df}
 
 
 async def _runs(

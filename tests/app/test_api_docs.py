@@ -43,7 +43,12 @@ async def test_every_schema_field_has_a_description_and_a_type(api) -> None:
     assert untyped == []
     analysis = schema["components"]["schemas"]["AnalysisOut"]
     engine = {field.name for field in dataclasses.fields(Analysis)}
-    assert set(analysis["properties"]) == engine | {"response", "trials_used", "trials_failed"}
+    assert set(analysis["properties"]) == engine | {
+        "response",
+        "trials_used",
+        "trials_failed",
+        "baseline",
+    }
 
 
 async def test_every_422_is_documented_with_the_field_errors_model(api) -> None:

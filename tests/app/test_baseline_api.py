@@ -3,9 +3,12 @@ measured first; bad baselines, noise factors and confirmations are 422s naming t
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
+
+from tests.app.test_suggestions_api import manual_spec, observe, tps
 
 SPACE = [
     {"name": "nodes", "kind": "integer", "levels": [1, 3], "hard_to_change": True},
@@ -121,3 +124,30 @@ async def test_confirm_needs_a_baseline_and_a_model(api):
     planned = (await api.post("/experiments", json=spec(baseline=baseline))).json()
     loc, message = located(await api.post(f"/experiments/{planned['id']}/confirm"))
     assert loc == ["body", "model"] and "no model" in message
+
+
+async def test_the_analysis_shows_the_baseline_beside_the_optimum_and_the_answer(api):
+    """A manual experiment whose baseline (1 node, 4 threads) sits far below the bowl's top:
+    the analysis measures it, predicts it, and predicts the gain of the optimum and of the
+    configuration to deploy over it."""
+    baseline = {"nodes": 1, "threads_per_client": 4}
+    created = await api.post("/experiments", json=manual_spec() | {"baseline": baseline})
+    assert created.status_code == 201, created.text
+    experiment = created.json()
+    assert [t["source"] for t in experiment["trials"]] == ["baseline"]
+    runs = [*itertools.product([1, 9], [4, 64]), (5, 16), (5, 16)]
+    await observe(api, experiment["id"], [{"nodes": n, "threads_per_client": t} for n, t in runs])
+    analysis = (await api.get(f"/experiments/{experiment['id']}/analysis")).json()
+    view = analysis["baseline"]
+    assert view["config"] == baseline and view["runs"] == 1
+    assert view["measured_mean"] == pytest.approx(tps(baseline))
+    assert view["ci_low"] <= view["predicted"] <= view["ci_high"]
+    gains = {g["of"]: g for g in view["gains"]}
+    assert set(gains) == {"the predicted optimum", "the configuration to deploy"}
+    optimum = gains["the predicted optimum"]
+    assert optimum["predicted"] == pytest.approx(
+        analysis["optimum"]["predicted"] - view["predicted"]
+    )
+    assert optimum["percent"] == pytest.approx(100 * optimum["predicted"] / view["predicted"])
+    assert view["summary"].startswith("Today's configuration (nodes=1, threads_per_client=4)")
+    assert "% better" in view["summary"]

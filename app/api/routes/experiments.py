@@ -246,5 +246,6 @@ async def get_analysis(
         response=report.response,
         trials_used=report.trials_used,
         trials_failed=report.trials_failed,
+        baseline=report.baseline,
         **report.result,
     )

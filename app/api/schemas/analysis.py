@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, create_model
 
 from app.api.schemas.common import Value
 from experiments.analysis import Analysis, Optimum
+from experiments.analysis.baseline_view import BaselineView
 
 
 def _engine_fields(result: type) -> dict[str, Any]:
@@ -26,6 +27,14 @@ AnalysisOut = create_model(
     response=(str, Field(description="the response modelled")),
     trials_used=(int, Field(description="succeeded trials that measured it (the fit's runs)")),
     trials_failed=(int, Field(description="failed trials, left out of the fit")),
+    baseline=(
+        BaselineView | None,
+        Field(
+            default=None,
+            description="today's configuration beside the optimum and the configuration to"
+            " deploy: measured, predicted, and the predicted gain over it",
+        ),
+    ),
     **_engine_fields(Analysis),
 )
 
