@@ -60,6 +60,9 @@ def print_results(
     ranked factors and how well the model fits."""
     _print_coverage(console, analysis)
     print_deploy(console, analysis.get("deploy"))
+    baseline = analysis.get("baseline")
+    if baseline is not None:
+        console.print(f"[bold]against today's:[/] {escape(baseline['summary'])}")
     _print_ranked(console, analysis)
     console.print(
         f"R² {num(analysis['r_squared'], '.3f')}  "

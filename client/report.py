@@ -301,6 +301,9 @@ def _deploy(analysis: Mapping[str, Any]) -> Section:
             None,
         )
     paragraphs = [*warnings, answer["summary"], answer["reason"], *answer["caveats"]]
+    baseline = analysis.get("baseline")
+    if baseline is not None:
+        paragraphs.append(baseline["summary"])
     rows = [[a["label"], a["summary"]] for a in answer["alternatives"]]
     if rows:
         paragraphs.append("Not the answer, for comparison:")
