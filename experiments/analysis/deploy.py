@@ -12,7 +12,7 @@ model predicts there (95 % confidence and prediction intervals).
 With noise factors (`experiments.robust`) the answer is a configuration of the control factors:
 its evidence is given at each noise level (`noise_levels`), and its `measured` and `model` are
 reduced by the robust aim (`aim`), the aim of the levels' measured means and of the model's
-predictions (with the intervals of that weighted sum of the levels, `_aim_view`).
+predictions (with the intervals of that weighted sum of the levels, `aim_prediction`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from experiments.analysis.model import CONFIDENCE, FittedModel
+from experiments.analysis.aim_prediction import aim_prediction
+from experiments.analysis.model import FittedModel
 from experiments.errors import DomainError
 from experiments.factors import Config, FactorSpace, Value
 from experiments.numbers import describe_config, finite_or_none, format_value, significant
@@ -276,30 +277,11 @@ def _control(space: FactorSpace, config: Mapping[str, object]) -> Config:
 
 
 def _aim_view(evidence: _Evidence, model: FittedModel, label: str, at: Config) -> ModelView:
-    """The model's prediction at a control configuration reduced by the aim. Each aim is a
-    weighted sum of the levels' predictions (equal weights for the mean; the worst level; the
-    two levels a quantile falls between, as `numpy.quantile` interpolates), so its intervals
-    are those of that linear combination of the coefficients, the levels' order held fixed."""
-    assert evidence.aim is not None
-    rows = model.matrix([at | s for s in noise_scenarios(evidence.space)])
-    weights = _weights(model.results.predict(rows), evidence.aim, evidence.goal)
-    frame = model.results.get_prediction(weights @ rows).summary_frame(alpha=1.0 - CONFIDENCE)
-    columns = ("mean_ci_lower", "mean_ci_upper", "obs_ci_lower", "obs_ci_upper")
-    bounds = [finite_or_none(frame[c].iloc[0]) for c in columns]
-    return ModelView(evidence.response, label, float(frame["mean"].iloc[0]), *bounds)
-
-
-def _weights(values: np.ndarray, aim: RobustAim, goal: str) -> np.ndarray:
-    """The weights (one row) that make the aim of `values` their weighted sum."""
-    count, order = len(values), np.argsort(values, kind="stable")
-    if aim.aim == "mean":
-        return np.full((1, count), 1.0 / count)
-    worst = 0.0 if goal == "maximize" else count - 1.0
-    position = worst if aim.aim == "worst" else (count - 1) * float(aim.quantile or 0.0)
-    below, share, weights = int(position), position % 1.0, np.zeros((1, count))
-    weights[0, order[below]] += 1.0 - share
-    weights[0, order[min(below + 1, count - 1)]] += share
-    return weights
+    """The model's prediction at a control configuration by the aim, with the intervals of that
+    weighted sum of the levels' predictions (`experiments.analysis.aim_prediction`)."""
+    found = aim_prediction(model, at, evidence.aim, evidence.goal)
+    bounds = (found.ci_low, found.ci_high, found.pi_low, found.pi_high)
+    return ModelView(evidence.response, label, found.predicted, *bounds)
 
 
 def _robust_summary(
