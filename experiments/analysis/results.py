@@ -161,8 +161,9 @@ class Optimum:
     With noise factors (`experiments.robust`) the optimum is the best configuration of the
     control factors only, judged across the noise levels by the objective's aim (`robust`; see
     `experiments.analysis.robust_optimum`): `config` holds the control factors, `predicted` and
-    its intervals are the mean over the noise levels for the mean aim (exact intervals of that
-    average) or the scenario that attains the worst or quantile aim, and `limits_met` gives each
+    its intervals are the aim's (the mean over the noise levels, the worst level, or the
+    quantile between two levels: a weighted sum of their model rows, its intervals exact),
+    and `limits_met` gives each
     limit's least favourable prediction across the levels, where every limit must hold.
     """
 

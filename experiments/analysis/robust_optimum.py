@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from experiments.analysis.aim_prediction import aim_weights
 from experiments.analysis.model import CONFIDENCE, FittedModel
 from experiments.analysis.optimize import (
     DesirabilityGoal,
@@ -206,9 +207,9 @@ def robust_report(
     scores: np.ndarray | None = None,
 ) -> tuple[RobustOptimum, Interval]:
     """The control optimum `config` across the noise levels, and the prediction that stands
-    for it: for the mean aim the average of the scenarios' model rows (a linear contrast, so
-    its confidence interval is exact), else the scenario that attains the aim (for a quantile
-    between two scenarios the nearer one). `scores` are what the aim reduced when not the
+    for it: the aim's weighted sum of the scenarios' model rows (`aim_prediction.aim_weights`:
+    their average for the mean, the worst scenario's row, or the two a quantile falls between),
+    a linear contrast whose intervals are exact. `scores` are what the aim reduced when not the
     response's predictions (the overall desirability of each scenario, maximized)."""
     rows = fitted.matrix(crossed([config], crossing.scenarios))
     each = _intervals(fitted, rows)
@@ -216,11 +217,7 @@ def robust_report(
     reduced, towards = (means, goal) if scores is None else (np.asarray(scores), "maximize")
     value = float(aggregate(reduced[None, :], aim, towards)[0])
     attained = int(np.argmin(np.abs(reduced - value)))
-    standing = (
-        _intervals(fitted, rows.mean(axis=0, keepdims=True))[0]
-        if aim.aim == "mean"
-        else each[attained]
-    )
+    standing = _intervals(fitted, aim_weights(reduced, aim, towards) @ rows)[0]
     report = RobustOptimum(
         aim=aim.text(towards),
         aim_value=value,

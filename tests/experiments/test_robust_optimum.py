@@ -145,11 +145,13 @@ def test_filtration_worst_aim_is_the_exact_max_min_of_the_two_temperatures():
     assert best.robust.held in ({"A": -1.0}, {"A": 1.0})
 
 
-def test_filtration_quantile_aim_reports_the_nearest_temperature():
+def test_filtration_quantile_aim_interpolates_between_the_temperatures():
     best = filtration(RobustAim("quantile", 0.25)).optimum
     low, high = sorted(level.predicted for level in best.robust.levels)
     assert best.robust.aim_value == pytest.approx(0.75 * low + 0.25 * high)
-    assert best.predicted == pytest.approx(low)  # the nearer of the two to the quantile
+    # The prediction is that same weighted sum of the two levels' model rows, with its intervals.
+    assert best.predicted == pytest.approx(best.robust.aim_value)
+    assert best.ci_low < best.predicted < best.ci_high
     assert best.robust.aim.startswith("the 0.25 quantile over the noise levels")
 
 
