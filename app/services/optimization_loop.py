@@ -7,6 +7,11 @@ worker that records the last trial of a round sends the next `advance` (by task 
 manual target `advance` runs in the API when observations arrive, and the round's trials wait
 for them. The round counter is taken with one conditional UPDATE, so a round is planned once
 however often `advance` is delivered.
+
+With noise factors each pick of a round is a control configuration and becomes one trial per
+noise level (`experiments.suggest.noise`); the budget is spent in whole control configurations,
+and the recommendation and the deploy answer stored on the loop are control configurations
+judged across the noise levels by the objective's robust aim.
 """
 
 from __future__ import annotations

@@ -38,7 +38,9 @@ def runs_of(
     and the problem they solve, seeded by `seed` (None: the experiment's id).
 
     An objective that combines responses by desirability is optimized as their overall
-    desirability (maximized); otherwise the objective's response in its direction.
+    desirability (maximized); otherwise the objective's response in its direction. With noise
+    factors the problem judges control configurations by the objective's robust aim (its mean
+    over the noise levels when it states none).
     """
     objective = experiment.parsed_objective
     limits = [Limit(response=b.response, min=b.min, max=b.max) for b in objective.bounds]
@@ -71,6 +73,7 @@ def runs_of(
         constraints=tuple(parse_constraints(experiment.constraints, space)),
         limits=tuple(limits),
         seed=experiment.id if seed is None else seed,
+        robust=objective.robust,
     )
     return runs, problem
 
@@ -115,7 +118,8 @@ def stored(
 async def propose(
     session: AsyncSession, *, experiment_id: int, strategy: str, count: int
 ) -> Proposal:
-    """The next configurations by `strategy`, stored as open suggestions; nothing runs."""
+    """The next configurations by `strategy`, stored as open suggestions; nothing runs. With
+    noise factors `count` counts control configurations, each suggested at every noise level."""
     experiment = await access.experiment_of(session, experiment_id)
     trials = await rows.list_trials(session, experiment_id)
     # Fitting the strategy's model takes seconds on a large experiment: off the event loop.
