@@ -18,6 +18,11 @@ from experiments.errors import DomainError
 from experiments.factors import Config, Factor, FactorSpace, Value
 
 CURRENT = "current"
+# The spellings servers and the Galera provider use for a switch, by what they mean.
+_SWITCH = {
+    **dict.fromkeys(("on", "yes", "true", "1"), True),
+    **dict.fromkeys(("off", "no", "false", "0"), False),
+}
 
 __all__ = ["CURRENT", "Baseline", "parse_baseline", "read_value"]
 
@@ -121,6 +126,10 @@ def read_value(factor: Factor, raw: str) -> Value:
     if factor.kind == "categorical":
         levels = [str(level) for level in factor.levels or ()]
         matches = [level for level in levels if level.lower() == text.lower()]
+        if not matches and text.lower() in _SWITCH:
+            # The nodes may spell a switch another way than the levels do (ON for yes).
+            meant = _SWITCH[text.lower()]
+            matches = [level for level in levels if _SWITCH.get(level.lower()) is meant]
         if not matches:
             raise DomainError(
                 where, f"the nodes run {factor.name} = {text!r}, which is not one of {levels}"

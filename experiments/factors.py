@@ -291,6 +291,10 @@ class FactorSpace:
         """One configuration -> coded vector in factor order."""
         return np.array([f.encode(config[f.name]) for f in self.factors], dtype=float)
 
+    def coded(self, config: Mapping[str, Value]) -> dict[str, float]:
+        """One configuration -> its coded value per factor name (as trials store them)."""
+        return dict(zip(self.names, self.encode(config).tolist(), strict=True))
+
     def decode(self, coded: Iterable[float]) -> Config:
         """Coded vector in factor order -> natural configuration."""
         return {f.name: f.decode(float(c)) for f, c in zip(self.factors, coded, strict=True)}

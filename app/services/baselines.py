@@ -34,9 +34,7 @@ def trial_rows(baseline: Baseline, space: FactorSpace, experiment_id: int) -> li
     rows = []
     for order, scenario in enumerate(noise_scenarios(space), start=1):
         config = {**baseline.given, **scenario}
-        coded = (
-            None if baseline.current else {f.name: f.encode(config[f.name]) for f in space.factors}
-        )
+        coded = None if baseline.current else space.coded(config)
         rows.append(
             {
                 "experiment_id": experiment_id,

@@ -332,6 +332,20 @@ def provider_value(option: ProviderOption, value: ProviderValue) -> str:
     return _text(option, value)
 
 
+def reported_value(name: str, text: str) -> str:
+    """A provider option's value as a node reports it, in a factor's units: a duration in
+    seconds (PT1.5S -> 1.5), a size in bytes (128M -> 134217728); any other as reported."""
+    option = PROVIDER_OPTIONS.get(name)
+    spoken = text.strip()
+    if option is None:
+        return spoken
+    if option.kind == "duration" and (parts := _ISO_DURATION.fullmatch(spoken.upper())):
+        return repr(_seconds(parts))
+    if option.kind == "size" and (parts := _SIZE.fullmatch(spoken)):
+        return str(int(parts.group(1)) << _SIZE_SHIFTS[parts.group(2).upper()])
+    return spoken
+
+
 def _boolean(option: ProviderOption, value: ProviderValue) -> str:
     if isinstance(value, str):
         value = _BOOLEANS.get(value.lower(), value)
@@ -363,11 +377,7 @@ def _duration(option: ProviderOption, value: ProviderValue) -> str:
         parts = _ISO_DURATION.fullmatch(iso)
         if parts and any(parts.groups()) and not iso.endswith("T"):
             written = iso
-            seconds = sum(
-                float(part) * unit
-                for part, unit in zip(parts.groups(), _ISO_UNITS, strict=True)
-                if part
-            )
+            seconds = _seconds(parts)
     if seconds is None or seconds < 0 or not _within(option, seconds):
         rule = "a duration" + _bounds(option, " s") + ", in seconds or ISO 8601 like PT1.5S"
         raise _rejected(option, rule, value)
@@ -375,6 +385,13 @@ def _duration(option: ProviderOption, value: ProviderValue) -> str:
         raise _rejected(option, "a duration under 292 years", value)
     # Galera keeps nanoseconds: further decimals would be cut anyway.
     return written or "PT" + f"{seconds:.9f}".rstrip("0").rstrip(".") + "S"
+
+
+def _seconds(parts: re.Match[str]) -> float:
+    """The seconds of a matched ISO 8601 duration, in Galera's units (`_ISO_UNITS`)."""
+    return sum(
+        float(part) * unit for part, unit in zip(parts.groups(), _ISO_UNITS, strict=True) if part
+    )
 
 
 def _size(option: ProviderOption, value: ProviderValue) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 from pymysql.cursors import Cursor
 
 from experiments.galera.kinds import CLUSTER_FACTORS
-from experiments.galera.provider_options import is_provider_option_name
+from experiments.galera.provider_options import is_provider_option_name, reported_value
 from worker import galera_sql, sysbench, sysbench_output
 from worker.targets import record, restore, schemas
 from worker.targets.base import (
@@ -208,7 +208,7 @@ class ClusterTarget(Target):
             if value is None:
                 where = "wsrep_provider_options" if provider else "SHOW GLOBAL VARIABLES"
                 raise TargetError(f"{node.name} does not report {name} (in its {where})")
-            values[name] = value
+            values[name] = reported_value(name, value) if provider else value
         return values
 
     def _ready(

@@ -34,7 +34,7 @@ def new_trial(
         point_type=point_type,
         source=source,
         config=checked,
-        coded=dict(zip(space.names, space.encode(checked).tolist(), strict=True)),
+        coded=space.coded(checked),
         status=TrialStatus.PENDING,
         attempts=0,
         optimization_id=optimization_id,

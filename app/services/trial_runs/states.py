@@ -89,7 +89,7 @@ async def record_success(
     if config is not None:
         space = FactorSpace.from_dicts(claimed.factors or ())
         values["config"] = dict(config)
-        values["coded"] = dict(zip(space.names, space.encode(config).tolist(), strict=True))
+        values["coded"] = space.coded(config)
     return await _finish(session, claimed, TrialStatus.SUCCEEDED, values)
 
 
