@@ -48,12 +48,12 @@ from experiments.factors import Config, FactorSpace
 from experiments.numbers import describe_config, format_optional
 from experiments.suggest.augment import augment, two_level_split
 from experiments.suggest.initial import (
-    initial_runs,
     screening,
     screening_design,
     screening_size,
     space_filling,
 )
+from experiments.suggest.noise import start_size
 from experiments.suggest.problem import Problem
 from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.suggest.strategies import Bayes
@@ -142,10 +142,11 @@ class Auto(Bayes):
         """Screening, or a space-filling start when the staged path cannot be afforded."""
         blocker = self._staged_blocker()
         if blocker is not None:
-            n = initial_runs(self.problem.space)
+            n = start_size(self.problem, [])
+            what = "control configurations" if self.problem.noisy else "runs"
             reason = (
                 f"Bayesian optimization is the better path here: {blocker}. It starts from a"
-                f" space-filling (maximin Latin hypercube) design of {n} runs."
+                f" space-filling (maximin Latin hypercube) design of {n} {what}."
             )
             found = space_filling(
                 self.problem.space,

@@ -30,10 +30,18 @@ import numpy as np
 from experiments.factors import Config, Value
 from experiments.numbers import describe_config
 from experiments.robust import control_space, noise_factors, noise_scenarios
+from experiments.suggest.initial import initial_runs
 from experiments.suggest.problem import Problem
 from experiments.suggest.values import Plan, Runs, Suggestion
 
-__all__ = ["MeasuredControl", "control_of", "crossed_plan", "measured_controls", "scenario_count"]
+__all__ = [
+    "MeasuredControl",
+    "control_of",
+    "crossed_plan",
+    "measured_controls",
+    "scenario_count",
+    "start_size",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,17 @@ def scenario_count(problem: Problem) -> int:
     """How many runs measure one control configuration at every noise level (1 without noise
     factors)."""
     return len(noise_scenarios(problem.space))
+
+
+def start_size(problem: Problem, runs: Sequence[Mapping[str, object]]) -> int:
+    """How many configurations the space-filling start of Bayesian optimization still needs
+    (at least one), the `runs` made counted: two per factor chosen (`initial_runs`), so with
+    noise factors two per control factor, counted in control configurations (each is run at
+    every noise level)."""
+    if not problem.noisy:
+        return max(initial_runs(problem.space) - len(runs), 1)
+    controls = {tuple(control_of(problem, c).values()) for c in runs}
+    return max(initial_runs(control_space(problem.space)) - len(controls), 1)
 
 
 def crossed_plan(problem: Problem, plan: Plan, measured: Sequence[Mapping[str, object]]) -> Plan:

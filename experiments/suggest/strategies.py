@@ -8,7 +8,8 @@ from experiments.suggest.augment import augment
 from experiments.suggest.base import Strategy
 from experiments.suggest.bayes import CANDIDATES, bayes_batch
 from experiments.suggest.bayes.models import unmodellable
-from experiments.suggest.initial import initial_runs, space_filling
+from experiments.suggest.initial import space_filling
+from experiments.suggest.noise import start_size
 from experiments.suggest.replicate import replicate_incumbent, replicate_robust
 from experiments.suggest.steepest_ascent import steepest_ascent
 from experiments.suggest.values import Plan
@@ -115,9 +116,10 @@ class Bayes(Strategy):
     def start(self) -> Plan:
         """The space-filling start, while the runs cannot be modelled."""
         runs, problem = self.runs_, self.problem
-        n = max(initial_runs(problem.space) - len(runs), 1)
+        n = start_size(problem, runs.configs)
+        what = "control configurations" if problem.noisy else "runs"
         reason = (
-            f"Start of Bayesian optimization: {n} space-filling runs (maximin Latin"
+            f"Start of Bayesian optimization: {n} space-filling {what} (maximin Latin"
             " hypercube) give the Gaussian process a first picture of the whole region."
         )
         already = [*runs.configs, *runs.failed]

@@ -256,3 +256,12 @@ def test_replicate_repeats_the_best_control_configuration_by_the_aim_at_every_le
     mean = suggest("replicate", Problem(SPACE), toy_runs(), count=2)
     assert [s.config["threads"] for s in mean.suggestions] == [16] * 4
     assert all(s.point_type == "replicate" for s in mean.suggestions)
+
+
+def test_the_start_takes_two_control_configurations_per_control_factor_at_every_level():
+    plan = suggest("bayes", Problem(WIDE, seed=2), Runs(), count=1)
+    controls = {(s.config["threads"], s.config["nodes"]) for s in plan.suggestions}
+    assert len(controls) == 4 and len(plan.suggestions) == 8  # 2 x 2 control factors, 2 levels
+    assert plan.explanation.startswith(
+        "Start of Bayesian optimization: 4 space-filling control configurations"
+    )
