@@ -47,6 +47,9 @@ BY_SCHEMA: dict[str, str] = {
     "RobustLevel.predicted": "the predicted response at the optimum and this noise level",
     "RobustOptimum.aim": "how the values across the noise levels become one, in words",
     "RobustOptimum.aim_value": "the optimum's predicted value by the aim",
+    "RobustOptimum.levels": "the optimum's prediction at each noise level, with its intervals",
+    "RobustOptimum.held": "where a single configuration holds the noise factors (effects and"
+    " slices are read there)",
     "RobustOptimum.sd_across_levels": "the standard deviation of the predictions across the"
     " noise levels",
     "SlicePointOut.value": "the run's measured response",

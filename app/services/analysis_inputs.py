@@ -120,6 +120,7 @@ def fit_arguments(
         "whole_plots": [t.whole_plot for t in used],
         "blocks": [t.block for t in used],
         "response": name,
+        "robust": objective.robust,
         "limits": [
             analysis.ResponseLimit(
                 response=bound.response,

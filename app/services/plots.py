@@ -65,7 +65,7 @@ class _Fit:
             self.fitted,
             x=x,
             y=y,
-            held={**self.analysis.optimum.config, **(held or {})},
+            held={**self.analysis.optimum.held, **(held or {})},
             points=points,
             y_points=y_points,
             constraints=arguments["constraints"],

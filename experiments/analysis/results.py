@@ -181,6 +181,12 @@ class Optimum:
     desirability: dict[str, float] | None
     robust: RobustOptimum | None = None
 
+    @property
+    def held(self) -> Config:
+        """The optimum as one full configuration: with noise factors, the control optimum at
+        the noise levels its report holds them at (where slices and effects are read)."""
+        return {**self.config, **(self.robust.held if self.robust is not None else {})}
+
 
 @dataclass(frozen=True)
 class Analysis:

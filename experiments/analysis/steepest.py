@@ -107,7 +107,11 @@ def steepest_path(fitted: FittedModel, goal: str, held: Config) -> SteepestPath 
     columns = {
         next(iter(f)): j
         for j, f in enumerate(terms.factors)
-        if f and BLOCK not in f and space.factors[next(iter(f))].is_numeric
+        if f
+        and BLOCK not in f
+        and space.factors[next(iter(f))].is_numeric
+        # A noise factor is never chosen: the path holds it where `held` puts it.
+        and not space.factors[next(iter(f))].noise
     }
     moving = sorted(columns)
     gradient = np.array([fitted.results.params[columns[i]] for i in moving], dtype=float)

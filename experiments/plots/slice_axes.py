@@ -133,8 +133,8 @@ def mark_optimum(ax: Axes, slice_: Slice, optimum: Optimum | None, response: str
     if optimum.pi_low is not None and optimum.pi_high is not None:
         interval = f", 95% PI [{format_value(optimum.pi_low)}, {format_value(optimum.pi_high)}]"
     ax.scatter(
-        [position(slice_, "x", optimum.config[x])],
-        [position(slice_, "y", optimum.config[y])],
+        [position(slice_, "x", optimum.held[x])],
+        [position(slice_, "y", optimum.held[y])],
         marker="*",
         s=300,
         color="red",

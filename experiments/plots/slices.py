@@ -116,7 +116,7 @@ def surface(
         ax.plot([], [], color="lightgrey", lw=6, label="no runs here: extrapolation")
     if optimum is not None:
         at = [
-            position(slice_, which, optimum.config[name])
+            position(slice_, which, optimum.held[name])
             for which, name in zip(("x", "y"), pair(slice_), strict=True)
         ]
         at = [math.log2(value) if log else value for value, log in zip(at, logs, strict=True)]
@@ -201,7 +201,7 @@ def main_effects(
         ax.plot(positions, slice_.predicted[0], marker="o", markersize=3)
         ax.fill_between(positions, floats(slice_.ci_low[0]), floats(slice_.ci_high[0]), alpha=0.2)
         if optimum is not None:
-            ax.axvline(position(slice_, "x", optimum.config[slice_.x]), color="red", ls="--")
+            ax.axvline(position(slice_, "x", optimum.held[slice_.x]), color="red", ls="--")
         style_axis(ax, ax.xaxis, slice_, "x", space)
     for ax in axes[len(slices) :]:
         ax.set_visible(False)

@@ -358,3 +358,11 @@ def test_a_control_configuration_counts_as_inside_only_when_every_crossing_is():
     best = fit(space, configs, values, model="linear").optimum
     assert best.region == "the hull of the observed runs"
     assert best.config == pytest.approx({"x1": 1.0, "x2": -1.0}, abs=1e-6)
+
+
+def test_the_steepest_path_holds_a_noise_factor_and_moves_the_control_factors():
+    analysis = fit(filtration_space(), FILTRATION_RUNS, FILTRATION, model="linear")
+    path = analysis.steepest
+    assert path is not None and "A" not in path.direction and set(path.direction) <= set("BCD")
+    assert "A" in path.held  # temperature stays where the robust report holds it
+    assert analysis.optimum.held["A"] == analysis.optimum.robust.held["A"]
