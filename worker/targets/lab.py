@@ -23,7 +23,15 @@ from worker.targets.trial_plan import TrialPlan
 
 # The values the trials' settings replaced, to set back (`worker.targets.restore`).
 RESTORE_FILE = "restore.json"
-LAYOUT_SETTINGS = ("base_dir", "client_port_base", "galera_port_base", "buffer_pool", "max_nodes")
+LAYOUT_SETTINGS = (
+    "base_dir",
+    "client_port_base",
+    "galera_port_base",
+    "buffer_pool",
+    "gcache_size",
+    "redo_log_size",
+    "max_nodes",
+)
 
 
 def layout_from(settings: Mapping[str, Any]) -> LabLayout:
