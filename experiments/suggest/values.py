@@ -43,7 +43,10 @@ class Recommendation:
     `predicted` is the model's mean response there and `uncertainty` the standard deviation of
     that mean (response units); `runs` counts its measurements and `observed` is their mean.
     Measured configurations only: a prediction where nothing was run is a suggestion, not an
-    answer.
+    answer. With noise factors `config` holds the control factors only, `predicted` and
+    `observed` are the robust aim of the model's means and of the measured means across the
+    noise levels, and `runs` counts its runs at every level
+    (`experiments.suggest.bayes.robust_deploy`).
     """
 
     config: Config
