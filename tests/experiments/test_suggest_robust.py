@@ -265,3 +265,23 @@ def test_the_start_takes_two_control_configurations_per_control_factor_at_every_
     assert plan.explanation.startswith(
         "Start of Bayesian optimization: 4 space-filling control configurations"
     )
+
+
+def test_with_a_fidelity_the_recommendation_is_judged_and_counted_at_the_full_length():
+    space = FactorSpace.from_dicts(
+        [
+            *SPACE.to_dicts()[:1],
+            {"name": "runtime_s", "kind": "continuous", "low": 30, "high": 180, "fidelity": True},
+            *SPACE.to_dicts()[1:],
+        ]
+    )
+    full = toy_runs()
+    # One short run of every cell besides the twelve full-length ones.
+    short = [c | {"runtime_s": 30.0} for c in full.configs[::3]]
+    configs = [c | {"runtime_s": 180.0} for c in full.configs] + short
+    values = [*full.values, *(TPS[(c["threads"], c["workload"])] + 50.0 for c in short)]
+    found = recommended_of(Problem(space, robust=RobustAim("worst")), Runs(configs, values))
+    assert found.config == {"threads": 4, "runtime_s": 180.0}
+    assert found.runs == 6  # its full-length runs only
+    assert found.observed == pytest.approx(600.0)
+    assert "The runs counted are those at runtime_s 180" in found.reason

@@ -22,6 +22,7 @@ import numpy as np
 from experiments.factors import Config
 from experiments.numbers import describe_config, format_value
 from experiments.robust import aggregate, crossed, noise_factors, noise_scenarios
+from experiments.suggest.bayes import reasons
 from experiments.suggest.bayes.incumbent import MODEL_NAME, RECOMMENDATION_RISK
 from experiments.suggest.bayes.models import Models
 from experiments.suggest.gaussian_process import mean_and_sd
@@ -51,15 +52,15 @@ def robust_recommendation(problem: Problem, runs: Runs, models: Models) -> Recom
     ok = _within_limits(models, x, shape)
     score = np.where(ok, sign * judged, -np.inf) if ok.any() else sign * judged
     top = int(np.argmax(score))
-    best = contenders[top]
+    best, note = _counted(problem, runs, models, contenders[top])
     means = sign * mean[top]
     predicted = float(aggregate(means, aim, goal)[0])
     observed = float(aggregate(np.array(list(best.means.values())), aim, goal)[0])
     uncertainty = _uncertainty(means, sd[top], predicted, aim.aim)
     reason = _reason(problem, best, (means, float(judged[top])), scenarios, len(contenders))
-    meets = bool(ok[top]) and bool(models.guards)
-    if meets:
+    if bool(ok[top]) and bool(models.guards):
         reason += " It is predicted to meet every limit at every noise level."
+    reason += note
     return Recommendation(
         config=best.config,
         predicted=predicted,
@@ -73,13 +74,25 @@ def robust_recommendation(problem: Problem, runs: Runs, models: Models) -> Recom
 
 def _controls(problem: Problem, runs: Runs, models: Models) -> list[MeasuredControl]:
     """Every control configuration run, in the order first run, with the scenarios it was
-    measured at; with a fidelity, judged at the full length and counted by its full-length runs
-    (by every run while no run is at the full length)."""
+    measured at; with a fidelity, every run judged at the full length, as without noise
+    factors."""
     fidelity = models.fidelity
     if fidelity is None:
         return measured_controls(problem, runs)
+    return measured_controls(problem, runs, at=fidelity.at_target)
+
+
+def _counted(
+    problem: Problem, runs: Runs, models: Models, best: MeasuredControl
+) -> tuple[MeasuredControl, str]:
+    """`best` counted by its full-length runs when it has any (with a fidelity), and the note
+    that says at which length it was measured ("" without a fidelity)."""
+    fidelity = models.fidelity
+    if fidelity is None:
+        return best, ""
     full = measured_controls(problem, runs, full_only=fidelity.at_target)
-    return full or measured_controls(problem, runs, at=fidelity.at_target)
+    mine = [c for c in full if c.config == best.config]
+    return (mine[0] if mine else best), reasons.fidelity_note(fidelity, bool(mine))
 
 
 def _within_limits(models: Models, x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
