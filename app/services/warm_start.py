@@ -68,6 +68,8 @@ async def copied_trials(
             )
         succeeded = await rows.list_trials(session, source_id, status=TrialStatus.SUCCEEDED)
         for trial in succeeded:
+            if trial.source == TrialSource.CONFIRMATION:
+                continue  # a confirmation's runs test a model; they never enter one
             config = _compatible(space, trial.config)
             if config is None:
                 left_out += 1
