@@ -79,8 +79,8 @@ def start_size(problem: Problem, runs: Sequence[Mapping[str, object]]) -> int:
 
 def crossed_plan(problem: Problem, plan: Plan, measured: Sequence[Mapping[str, object]]) -> Plan:
     """`plan` with each pick run at every noise scenario (module doc); `measured` are the
-    configurations run so far. The plan itself without noise factors."""
-    if not problem.noisy:
+    configurations run so far. The plan itself without noise factors or suggestions."""
+    if not problem.noisy or not plan.suggestions:
         return plan
     space, scenarios = problem.space, noise_scenarios(problem.space)
     done = {space.key(space.check_config(c, in_region=False)) for c in measured}
