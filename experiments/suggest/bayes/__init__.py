@@ -22,7 +22,10 @@ One idea per module:
   space-filling pick when the model sees mostly noise);
 - `batch`: the kriging believer;
 - `reasons`: the sentences a user reads;
-- `optimize`: the entry point, a batch from the fitted models.
+- `optimize`: the entry point, a batch from the fitted models;
+- `robust_search` and `robust_deploy`: with noise factors, the search scores control
+  configurations by the expected improvement of the robust aim across the noise levels, and the
+  recommendation is the control configuration of best aim (`experiments.robust`).
 
 Repeats: EI uses the standard deviation of the mean response (the noise term left out). Exact
 repeats of observed configurations are excluded unless the fitted noise variance exceeds the

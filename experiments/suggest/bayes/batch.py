@@ -18,6 +18,7 @@ from experiments.suggest.bayes.candidates import Pool
 from experiments.suggest.bayes.incumbent import MODEL_NAME
 from experiments.suggest.bayes.limits import Guard
 from experiments.suggest.bayes.models import Models
+from experiments.suggest.bayes.robust_search import RobustSearch
 from experiments.suggest.fidelity import Fidelity
 from experiments.suggest.gaussian_process import (
     expected_improvement,
@@ -50,19 +51,26 @@ class _Believer:
 
 
 def batch(
-    models: Models, pool: Pool, sign: float, count: int, point_types: Sequence[str], final: bool
+    models: Models,
+    pool: Pool,
+    sign: float,
+    count: int,
+    point_types: Sequence[str],
+    final: bool,
+    robust: RobustSearch | None = None,
 ) -> list[Suggestion]:
     """Up to `count` picks by the kriging believer, led by a replicate of an uncertain
     incumbent when one is due, or, in the `final` share of the budget, by the replicate of the
-    knowledge gradient when it beats the first pick's."""
+    knowledge gradient when it beats the first pick's. With noise factors (`robust`) the picks
+    are control configurations of highest expected improvement of the robust aim."""
     space, encoder, guards, fidelity = models.space, models.encoder, models.guards, models.fidelity
     leaders = models.incumbent.ranked[:LEADERS]
+    make = scorer if robust is None else robust.scorer
     # What a user reads, and what the replicate rule weighs, is the judge's expected improvement.
-    judged_gain = scorer(models.model, models.incumbent.mean, guards, fidelity)
-    at_incumbent = encoder.of_configs([models.incumbent.config])
-    best = float(mean_and_sd(models.searcher(), at_incumbent)[0][0])
+    judged_gain = make(models.model, _best(models, models.model, robust), guards, fidelity)
+    best = _best(models, models.searcher(), robust)
     believer = _Believer(models.searcher(), models.x_fit, models.w_fit, best, set(models.excluded))
-    first = pool.best(scorer(believer.model, best, guards, fidelity), believer.excluded, leaders)
+    first = pool.best(make(believer.model, best, guards, fidelity), believer.excluded, leaders)
     point = first[0] if first is not None else None
     gain = float(judged_gain(encoder.features([point]))[0]) if point is not None else 0.0
     lead = rules.leading_run(models, sign, point, point_types, gain, final)
@@ -80,30 +88,42 @@ def batch(
             # Not a repeat of `first`: that search appended the values it moved through to
             # the lattice, and this one starts from the finer lattice.
             found = pool.best(
-                scorer(believer.model, believer.best, guards, fidelity), believer.excluded, leaders
+                make(believer.model, believer.best, guards, fidelity), believer.excluded, leaders
             )
             if found is None:
                 break
         values = unrun if unrun is not None else found[0]
-        made = _pick(models, believer, values, judged_gain, sign, len(suggestions))
+        made = _pick(models, believer, values, (judged_gain, robust), sign, len(suggestions))
         suggestions.append(made if unrun is None else _exploration(models, made))
     return suggestions
+
+
+def _best(models: Models, model: GaussianProcessRegressor, robust: RobustSearch | None) -> float:
+    """The incumbent's mean by `model` (with noise factors, the best aim of the control
+    configurations the models learned from)."""
+    if robust is not None:
+        return robust.best(model, models.learned)
+    at_incumbent = models.encoder.of_configs([models.incumbent.config])
+    return float(mean_and_sd(model, at_incumbent)[0][0])
 
 
 def _pick(
     models: Models,
     believer: _Believer,
     values: list[Value],
-    judged_gain: Callable[[np.ndarray], np.ndarray],
+    judged: tuple[Callable[[np.ndarray], np.ndarray], RobustSearch | None],
     sign: float,
     position: int,
 ) -> Suggestion:
     """The suggestion of `values`, believed as predicted for the rest of the batch."""
     space, fidelity = models.space, models.fidelity
+    (judged_gain, robust) = judged
     config = space.check_config(dict(zip(space.names, values, strict=True)))
     point = models.encoder.features([values])
     ei = float(judged_gain(point)[0])
     made = _suggestion(models, config, point, ei, sign, position)
+    if robust is not None:
+        return _robust_pick(models, believer, (config, point), made, robust)
     believer.excluded.add(space.key(config))
     # Kriging believer: pretend the pick came out as predicted, keep the hyperparameters.
     believed, _ = mean_and_sd(believer.model, point)
@@ -114,6 +134,27 @@ def _pick(
         believer.best = max(believer.best, float(believed[0]))
     believer.believe(point, believed[0])
     return made
+
+
+def _robust_pick(
+    models: Models,
+    believer: _Believer,
+    pick: tuple[Config, np.ndarray],
+    made: Suggestion,
+    robust: RobustSearch,
+) -> Suggestion:
+    """A control configuration picked: believed at every noise level, as the plan runs it, and
+    said in the aim's terms."""
+    config, point = pick
+    fidelity = models.fidelity
+    believer.excluded |= {models.space.key(c) for c in robust.at_every_level(config)}
+    at = point if fidelity is None else fidelity.targeted(point)
+    believer.best = max(believer.best, float(robust.reduced(believer.model, at)[0][0]))
+    rows = robust.crossed(point)
+    believer.believe(rows, mean_and_sd(believer.model, rows)[0])
+    judged_best = _best(models, models.model, robust)
+    reason = robust.reason(models.model, at, made.expected_improvement or 0.0, judged_best)
+    return replace(made, reason=reason + reasons.limits(models.guards, at))
 
 
 def _exploration(models: Models, made: Suggestion) -> Suggestion:

@@ -7,6 +7,7 @@ from experiments.errors import DomainError
 from experiments.suggest.bayes.batch import LEADERS, batch
 from experiments.suggest.bayes.candidates import Pool
 from experiments.suggest.bayes.models import Models
+from experiments.suggest.bayes.robust_search import RobustSearch
 from experiments.suggest.bayes.rules import FINAL_SHARE
 from experiments.suggest.problem import Problem
 from experiments.suggest.values import Runs, Suggestion
@@ -55,7 +56,8 @@ def bayes_batch(
         budget_left is not None
         and budget_left <= FINAL_SHARE * (len(runs) + len(runs.failed) + budget_left)
     ) or (time_left is not None and time_left <= FINAL_SHARE)
-    suggestions = batch(models, pool, problem.sign, count, runs.types, final)
+    robust = RobustSearch.of(problem, models.encoder, models.learned[0])
+    suggestions = batch(models, pool, problem.sign, count, runs.types, final, robust)
     if not suggestions:
         raise DomainError(
             "configs",
