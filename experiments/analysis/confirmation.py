@@ -446,10 +446,10 @@ def _gain_sentence(found: Confirmation) -> str:
         # The response's own change (candidate against baseline), not the goal-signed gain: a
         # latency "-0.8 %" went down.
         sign = 1.0 if found.goal == "maximize" else -1.0
-        change = significant(sign * middle, digits)
+        change = ("+" if sign * middle > 0 else "") + significant(sign * middle, digits)
         spread = _span(*sorted((sign * low, sign * high)), digits, after)
         return (
-            f"{lead} did not differ clearly from today's: {found.response} {change}{after}"
+            f"{lead} did not differ clearly from today's: {found.response} changed by {change}{after}"
             f" (95 % CI {spread}, {found.pairs} interleaved pairs, p {_p_text(found.p_value)})."
         )
     better = found.gain > 0

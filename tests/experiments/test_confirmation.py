@@ -329,7 +329,7 @@ def test_no_clear_difference_says_so_with_the_responses_own_change():
     found = confirmation(candidate, BASELINE_TPS, response="tps", goal="maximize")
     assert not found.significant and found.gain_pct_low < 0 < found.gain_pct_high
     pattern = (
-        r"The recommended configuration did not differ clearly from today's: tps (-?[\d.]+) %"
+        r"The recommended configuration did not differ clearly from today's: tps changed by ([+-]?[\d.]+) %"
         r" \(95 % CI (-[\d.]+) to ([\d.]+) %, 6 interleaved pairs, p = ([\d.]+)\)\."
     )
     matched = re.fullmatch(pattern, found.sentence)
@@ -341,7 +341,7 @@ def test_no_clear_difference_says_so_with_the_responses_own_change():
     # as a positive change though the goal-signed gain is negative.
     latency = confirmation(candidate, BASELINE_TPS, response="latency_p95_ms", goal="minimize")
     assert latency.gain_pct == pytest.approx(-found.gain_pct)
-    assert f"latency_p95_ms {found.gain_pct:.3g} %" in latency.sentence
+    assert f"latency_p95_ms changed by +{found.gain_pct:.3g} %" in latency.sentence
 
 
 def test_a_prediction_outside_the_interval_says_the_model_is_off_with_the_unit():
