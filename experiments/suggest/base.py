@@ -119,24 +119,33 @@ class Strategy(ABC):
 
 def recommended(problem: Problem, runs: Runs, models: Models | None) -> Recommendation | None:
     """The recommendation of `models` fitted to `runs` (with noise factors, robust across their
-    levels); while there are none, the first run measured (one run, or every run equal: the
-    first is as good as any; with noise factors its control configuration); None without
-    runs."""
-    if models is not None:
-        if problem.noisy:
-            return robust_recommendation(problem, runs, models)
+    levels); while there are none (or, with noise factors, no run is at a noise level), the
+    first run measured (one run, or every run equal: the first is as good as any; with noise
+    factors its control configuration); None without runs."""
+    if models is not None and not problem.noisy:
         return models.recommendation(problem.sign)
+    # With noise factors, runs none of which is at a noise level fall to the first run's.
+    found = None if models is None else robust_recommendation(problem, runs, models)
+    if found is not None:
+        return found
     if len(runs) == 0:
         return None
     space = problem.space
     pick = control_of if problem.noisy else _whole
     config, value = pick(problem, runs.configs[0]), float(runs.values[0])
     note = (
-        " A noise factor is not chosen: the answer is its control factors." if problem.noisy else ""
+        " A noise factor is not chosen: the answer holds its control factors only."
+        if problem.noisy
+        else ""
+    )
+    why = (
+        "no model can be fitted yet (one run, or every run measured the same)"
+        if models is None
+        else "no run is at a noise level yet, where control configurations are judged"
     )
     reason = (
         f"Deploy {describe_config(config, space.units)}: it measured {format_value(value)}, and"
-        f" no model can be fitted yet (one run, or every run measured the same).{note}"
+        f" {why}.{note}"
     )
     same = [c for c in runs.configs if pick(problem, c) == config]
     return Recommendation(config, value, None, len(same), value, None, reason)

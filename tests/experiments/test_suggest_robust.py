@@ -350,3 +350,21 @@ def test_a_loop_with_the_worst_aim_finds_the_best_worst_case():
         "over the best control configuration so far, judged by the worst noise level" in r
         for r in gains
     )
+
+
+def test_runs_none_of_which_is_at_a_noise_level_recommend_the_first_runs_controls():
+    space = FactorSpace.from_dicts(
+        [
+            {"name": "threads", "kind": "integer", "low": 1, "high": 64},
+            {"name": "table_size", "kind": "integer", "low": 10, "high": 100, "noise": True},
+        ]
+    )
+    # Its levels are 10 and 100; every run was at 55.
+    runs = Runs(configs=[{"threads": t, "table_size": 55} for t in (2, 8, 32)], values=[1, 3, 2])
+    found = recommended_of(Problem(space), runs)
+    assert found.config == {"threads": 2} and found.predicted_by is None
+    assert found.reason == (
+        "Deploy threads=2: it measured 1, and no run is at a noise level yet, where control"
+        " configurations are judged. A noise factor is not chosen: the answer holds its control"
+        " factors only."
+    )
