@@ -1,4 +1,5 @@
-"""The main job: start the API and a worker, run an experiment end to end, print the optimum."""
+"""The main job: start the API and a worker, run an experiment end to end, print the optimum;
+an experiment that names today's configuration (a baseline) is then confirmed against it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from client import confirmation_view
 from client.analysis_view import print_results
 from client.console import follow, load_spec
-from client.processes import running_service
+from client.http import Client
+from client.processes import Service, running_service
 
 CATALOG = Path(__file__).resolve().parents[1] / "experiments" / "catalog"
 QUICKSTART = CATALOG / "quickstart.yaml"
@@ -27,6 +30,8 @@ def run_demo(
     target: str | None = None,
 ) -> None:
     """Start the API and one worker, submit `spec_path`, follow it, print the optimum, stop all.
+    When the experiment names a baseline, the configuration to deploy is confirmed against it
+    on the target before the service stops, and the sentence to paste is printed.
 
     `target` replaces the file's target (e.g. `simulated` for an instant run). When the worker
     ran trials on the lab cluster, the cluster is stopped at the end. Raises SpecFileError for
@@ -73,10 +78,29 @@ def run_demo(
                     check_alive=service.check_alive,
                 )
                 analysis = client.analysis(experiment["id"], model=model)
-            print_results(console, final, analysis)
+                print_results(console, final, analysis)
+                if experiment.get("baseline") is not None:
+                    _confirm(client, experiment["id"], console, service, timeout=timeout)
         finally:
             if spec.get("target") == "lab":
                 _stop_lab(console)
+
+
+def _confirm(
+    client: Client, experiment_id: int, console: Console, service: Service, *, timeout: float
+) -> None:
+    """Confirm the configuration to deploy against the baseline and print the result."""
+    started = client.confirm(experiment_id)
+    confirmation_view.print_plan(console, started)
+    ended = confirmation_view.follow(
+        client,
+        experiment_id,
+        started["id"],
+        console,
+        timeout=timeout,
+        check_alive=service.check_alive,
+    )
+    confirmation_view.print_result(console, ended)
 
 
 def _stop_lab(console: Console) -> None:

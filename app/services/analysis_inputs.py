@@ -265,6 +265,7 @@ def deploy_of(
         model=fitted,
         limits=problem.limits,
         responses=measured.responses,
+        robust=problem.robust,
     )
 
 
