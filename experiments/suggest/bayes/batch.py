@@ -67,7 +67,8 @@ def batch(
     leaders = models.incumbent.ranked[:LEADERS]
     make = scorer if robust is None else robust.scorer
     # What a user reads, and what the replicate rule weighs, is the judge's expected improvement.
-    judged_gain = make(models.model, _best(models, models.model, robust), guards, fidelity)
+    judged_best = models.incumbent.mean if robust is None else _best(models, models.model, robust)
+    judged_gain = make(models.model, judged_best, guards, fidelity)
     best = _best(models, models.searcher(), robust)
     believer = _Believer(models.searcher(), models.x_fit, models.w_fit, best, set(models.excluded))
     first = pool.best(make(believer.model, best, guards, fidelity), believer.excluded, leaders)
