@@ -19,7 +19,7 @@ from celery.signals import worker_shutdown, worker_shutting_down
 
 from app.config import get_settings
 from app.queue import ADVANCE_OPTIMIZATION_TASK, RUN_TRIAL_TASK, TaskQueue
-from app.services import optimization_loop, trial_runs
+from app.services import confirmations, optimization_loop, trial_runs
 from app.services.trial_runs import ClaimedTrial, Outcome
 from app.statuses import Failure
 from app.target_specs import load_targets
@@ -66,10 +66,25 @@ async def execute_trial(trial_id: int) -> str:
         sessions=lambda: runtime.database().session(),
         run=_run_on_target,
         recover=_recover,
+        after_run=_after_trial,
     )
     outcome = await trial_runs.execute(trial_id, worker)
     log.info("trial %s outcome: %s", trial_id, outcome)
     return outcome
+
+
+async def _after_trial(claimed: ClaimedTrial) -> None:
+    """A confirmation's run ended: send its next pairs or work out its result."""
+    confirmation_id = claimed.confirmation_id
+    if confirmation_id is None:
+        return
+    queue = TaskQueue(get_settings().broker_url)
+    await runtime.retrying(
+        f"advancing confirmation {confirmation_id}",
+        lambda session: confirmations.advance(
+            session, confirmation_id=confirmation_id, queue=queue
+        ),
+    )
 
 
 @celery_app.task(name=ADVANCE_OPTIMIZATION_TASK)

@@ -3,14 +3,16 @@
 A confirmation runs the deploy answer (the candidate) and the baseline in interleaved pairs, each
 pair's order random, every run in a fresh cluster state where the target can restart its nodes.
 The pair count comes from the measured noise: enough pairs for a paired t-test to detect the
-gain the model predicts (`experiments.analysis.confirmation.planned_pairs`). With noise factors,
-pair i runs at noise scenario i (cycling), so the pairs measure the mean gain across the noise
-levels. Its runs are held out of every model: they test it. Once every run ended, the result is
-the paired gain with its 95 % interval, the paired p, and whether the model's prediction held.
+gain the model predicts (`experiments.analysis.confirmation.planned_pairs`), re-estimated once
+from the pairs' own spread (`confirmation_runs`). With noise factors, pair i runs at noise
+scenario i (cycling), so the pairs measure the mean gain across the noise levels. Its runs are
+held out of every model: they test it. Once every run ended, the result is the paired gain with
+its 95 % interval, the paired p, and whether the model's prediction held.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,37 +20,24 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import rows
-from app.db.models import Confirmation, Experiment, Trial, utcnow
+from app.db.models import Confirmation, Experiment, Trial
 from app.queue import TaskQueue
-from app.services import analysis_inputs, baselines
+from app.services import analysis_inputs, baselines, confirmation_runs
 from app.services.access import experiment_of, target_of
 from app.services.errors import ConflictError, NotFoundError
-from app.services.progress import measured_value
 from app.services.trial_runs import send_trials
-from app.services.trial_runs.sending import new_trial
-from app.statuses import (
-    FINAL_TRIAL_STATUSES,
-    ConfirmationStatus,
-    ExperimentStatus,
-    TrialSource,
-    TrialStatus,
-)
+from app.statuses import ConfirmationStatus, ExperimentStatus
 from experiments.analysis.aim_prediction import AimPrediction, aim_prediction
-from experiments.analysis.confirmation import (
-    ARMS,
-    PredictionAt,
-    confirmation,
-    pair_orders,
-    planned_pairs,
-)
+from experiments.analysis.confirmation import planned_pairs
 from experiments.analysis.model import FittedModel, fit_model
 from experiments.errors import DomainError
 from experiments.factors import Config
 from experiments.galera.target_spec import TargetSpec
-from experiments.robust import RobustAim, noise_scenarios
+from experiments.robust import RobustAim
 from experiments.terms import DEFAULT_MODEL
 
-CONFIRMATION_POINT = "confirmation"
+# The fewest pairs a planned confirmation runs: a paired t-test on two has one degree of freedom.
+MIN_PAIRS = 3
 
 
 @dataclass(frozen=True)
@@ -97,14 +86,23 @@ async def start(
     )
     gain = sign * (at_candidate.predicted - at_baseline.predicted)
     run_sd = at_candidate.residual_sd
+    fewest = min(MIN_PAIRS, request.max_pairs)
     plan = planned_pairs(
         gain,
         run_sd,
         response=objective.response,
         power=request.power,
         max_pairs=request.max_pairs,
-        min_pairs=min(3, request.max_pairs),
+        min_pairs=fewest,
     )
+    if candidate == baseline:
+        # No gain to detect, however many pairs: the fewest show the two measure alike.
+        plan = dataclasses.replace(
+            plan,
+            pairs=fewest,
+            reason=f"{fewest} pairs: the configuration to deploy is today's, so there is no"
+            " gain to detect; the pairs show whether the two measure alike.",
+        )
     pairs = request.pairs if request.pairs is not None else plan.pairs
     row = Confirmation(
         experiment_id=experiment_id,
@@ -115,12 +113,20 @@ async def start(
         baseline=baseline,
         pairs=pairs,
         seed=request.seed,
-        plan={**plan.as_dict(), "pairs": pairs, "fresh": fresh},
+        plan={
+            **plan.as_dict(),
+            "pairs": pairs,
+            "fresh": fresh,
+            "max_pairs": request.max_pairs,
+            "fixed": request.pairs is not None,
+        },
         prediction=_stored_prediction(at_candidate),
     )
     session.add(row)
     await session.flush()
-    runs = await _runs(session, experiment, row, request.seed, fresh)
+    runs = await confirmation_runs.planned_runs(
+        session, experiment, row, first_pair=1, count=pairs, seed=request.seed
+    )
     session.add_all(runs)
     await session.flush()
     await send_trials(session, experiment=experiment, trial_ids=[t.id for t in runs], queue=queue)
@@ -171,46 +177,28 @@ def _stored_prediction(at: AimPrediction) -> dict[str, float] | None:
     return {"mean": at.predicted, "se_mean": at.se_mean, "residual_sd": at.residual_sd, "df": at.df}
 
 
-async def _runs(
-    session: AsyncSession, experiment: Experiment, row: Confirmation, seed: int, fresh: bool
-) -> list[Trial]:
-    """The confirmation's runs, pair by pair in each pair's random order, numbered after the
-    experiment's last run; pair i at noise scenario i (cycling)."""
-    space = experiment.factor_space
-    scenarios = noise_scenarios(space)
-    arms = {"candidate": row.candidate, "baseline": row.baseline}
-    order = await rows.max_run_order(session, experiment.id)
-    runs = []
-    for pair, arm_order in enumerate(pair_orders(row.pairs, seed), start=1):
-        scenario = scenarios[(pair - 1) % len(scenarios)]
-        for arm in arm_order:
-            order += 1
-            trial = new_trial(
-                space,
-                experiment_id=experiment.id,
-                run_order=order,
-                config={**arms[arm], **scenario},
-                point_type=CONFIRMATION_POINT,
-                source=TrialSource.CONFIRMATION,
-            )
-            trial.confirmation_id, trial.arm, trial.pair = row.id, arm, pair
-            trial.restart_first = fresh
-            runs.append(trial)
-    return runs
-
-
 async def get(
-    session: AsyncSession, *, experiment_id: int, confirmation_id: int
+    session: AsyncSession, *, experiment_id: int, confirmation_id: int, queue: TaskQueue
 ) -> ConfirmationDetail:
-    """One confirmation with its runs; its result is worked out once every run ended."""
+    """One confirmation with its runs; once every run ended, its next pairs are sent or its
+    result worked out (if the worker that ran the last one has not done it yet)."""
     row = await session.get(Confirmation, confirmation_id, populate_existing=True)
     if row is None or row.experiment_id != experiment_id:
         raise NotFoundError("confirmation", confirmation_id)
-    return await _settled(session, row)
+    return ConfirmationDetail(row, await confirmation_runs.advance(session, row=row, queue=queue))
 
 
-async def get_all(session: AsyncSession, *, experiment_id: int) -> list[ConfirmationDetail]:
-    """An experiment's confirmations, newest first."""
+async def advance(session: AsyncSession, *, confirmation_id: int, queue: TaskQueue) -> None:
+    """Move a confirmation on after one of its runs ended (`confirmation_runs.advance`)."""
+    row = await session.get(Confirmation, confirmation_id, populate_existing=True)
+    if row is not None:
+        await confirmation_runs.advance(session, row=row, queue=queue)
+
+
+async def get_all(
+    session: AsyncSession, *, experiment_id: int, queue: TaskQueue
+) -> list[ConfirmationDetail]:
+    """An experiment's confirmations, newest first (each as `get` answers it)."""
     await experiment_of(session, experiment_id)
     query = (
         select(Confirmation)
@@ -218,50 +206,7 @@ async def get_all(session: AsyncSession, *, experiment_id: int) -> list[Confirma
         .order_by(Confirmation.id.desc())
         .execution_options(populate_existing=True)
     )
-    return [await _settled(session, row) for row in (await session.scalars(query)).all()]
-
-
-async def _settled(session: AsyncSession, row: Confirmation) -> ConfirmationDetail:
-    query = (
-        select(Trial)
-        .where(Trial.confirmation_id == row.id)
-        .order_by(Trial.run_order)
-        .execution_options(populate_existing=True)
-    )
-    trials = list((await session.scalars(query)).all())
-    if row.status == ConfirmationStatus.RUNNING and all(
-        t.status in FINAL_TRIAL_STATUSES for t in trials
-    ):
-        _finish(row, trials)
-        await session.commit()
-    return ConfirmationDetail(row, trials)
-
-
-def _finish(row: Confirmation, trials: Sequence[Trial]) -> None:
-    """Work out the result from the pairs whose two runs measured the response."""
-    measured: dict[int, dict[str, float]] = {}
-    for trial in trials:
-        value = (
-            measured_value(trial, row.response) if trial.status == TrialStatus.SUCCEEDED else None
-        )
-        if value is not None and trial.pair is not None and trial.arm is not None:
-            measured.setdefault(trial.pair, {})[trial.arm] = value
-    complete = sorted(p for p, arms in measured.items() if set(arms) == set(ARMS))
-    row.finished_at = utcnow()
-    if len(complete) < 2:
-        row.status = ConfirmationStatus.FAILED
-        row.error = (
-            f"only {len(complete)} of {row.pairs} pairs measured {row.response} in both runs:"
-            " a paired comparison needs at least 2"
-        )
-        return
-    prediction = None if row.prediction is None else PredictionAt(**row.prediction)
-    result = confirmation(
-        [measured[p]["candidate"] for p in complete],
-        [measured[p]["baseline"] for p in complete],
-        response=row.response,
-        goal=row.goal,
-        prediction=prediction,
-    )
-    row.result = {**result.as_dict(), "pairs_planned": row.pairs}
-    row.status = ConfirmationStatus.FINISHED
+    return [
+        ConfirmationDetail(row, await confirmation_runs.advance(session, row=row, queue=queue))
+        for row in (await session.scalars(query)).all()
+    ]

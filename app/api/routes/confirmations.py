@@ -78,19 +78,22 @@ async def confirm(
 
 @router.get("/{experiment_id}/confirmations")
 async def list_confirmations(
-    experiment_id: OwnedExperimentId, session: SessionDep
+    experiment_id: OwnedExperimentId, session: SessionDep, queue: QueueDep
 ) -> list[ConfirmationOut]:
     """The experiment's confirmations, newest first, each with its result once it ended."""
-    found = await confirmations.get_all(session, experiment_id=experiment_id)
+    found = await confirmations.get_all(session, experiment_id=experiment_id, queue=queue)
     return [confirmation_out(d) for d in found]
 
 
 @router.get("/{experiment_id}/confirmations/{confirmation_id}")
 async def get_confirmation(
-    experiment_id: OwnedExperimentId, confirmation_id: ConfirmationId, session: SessionDep
+    experiment_id: OwnedExperimentId,
+    confirmation_id: ConfirmationId,
+    session: SessionDep,
+    queue: QueueDep,
 ) -> ConfirmationOut:
     """One confirmation: its plan, runs, and result once every run ended."""
     detail = await confirmations.get(
-        session, experiment_id=experiment_id, confirmation_id=confirmation_id
+        session, experiment_id=experiment_id, confirmation_id=confirmation_id, queue=queue
     )
     return confirmation_out(detail)

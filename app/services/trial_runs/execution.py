@@ -89,6 +89,9 @@ class Worker:
     sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]]
     run: Callable[[ClaimedTrial, threading.Event], Outcome]
     recover: Callable[[str], None]
+    # What the end of a trial moves on besides its experiment's loop (a confirmation's next
+    # pairs or result); called once the trial is recorded.
+    after_run: Callable[[ClaimedTrial], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -215,6 +218,7 @@ async def _succeeded(claimed: ClaimedTrial, worker: Worker, outcome: Outcome) ->
         )
         return f"not recorded ({NOT_ITS_OWN})"
     await _continue_loop(claimed, worker)
+    await _after_run(claimed, worker)
     return "succeeded"
 
 
@@ -226,7 +230,10 @@ async def _stopped(claimed: ClaimedTrial, worker: Worker, reason: str) -> str:
         f"recording trial {claimed.trial_id} as cancelled",
         lambda session: states.record_cancelled(session, claimed=claimed),
     )
-    return "cancelled" if recorded else "stopped (the trial was no longer this worker's)"
+    if not recorded:
+        return "stopped (the trial was no longer this worker's)"
+    await _after_run(claimed, worker)
+    return "cancelled"
 
 
 async def _failed(claimed: ClaimedTrial, worker: Worker, error: str, failure: Failure) -> str:
@@ -250,6 +257,7 @@ async def _failed(claimed: ClaimedTrial, worker: Worker, error: str, failure: Fa
     if status is None:
         return f"not recorded ({NOT_ITS_OWN})"
     await _continue_loop(claimed, worker)
+    await _after_run(claimed, worker)
     return "failed"
 
 
@@ -263,6 +271,17 @@ async def _continue_loop(claimed: ClaimedTrial, worker: Worker) -> None:
     )
     if due is not None:
         await worker.queue.enqueue_advance(due, target=claimed.target)
+
+
+async def _after_run(claimed: ClaimedTrial, worker: Worker) -> None:
+    """What else the trial's end moves on (`Worker.after_run`); its failure is logged, never
+    the trial's: the trial is recorded, and a GET of the confirmation moves it on too."""
+    if worker.after_run is None:
+        return
+    try:
+        await worker.after_run(claimed)
+    except Exception:
+        log.exception("trial %s: what its end moves on failed", claimed.trial_id)
 
 
 async def _watch(claimed: ClaimedTrial, worker: Worker, stop: _Stop) -> None:

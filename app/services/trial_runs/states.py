@@ -38,6 +38,8 @@ class ClaimedTrial:
     # the experiment's factors, which check the values read.
     reads_current: tuple[str, ...] = ()
     factors: list[dict[str, Any]] | None = None
+    # The confirmation the trial is a run of, which its end may advance.
+    confirmation_id: int | None = None
 
 
 async def claim(
@@ -69,6 +71,7 @@ async def held_by(session: AsyncSession, *, trial_id: int, worker: str) -> Claim
         restart_first=trial.restart_first,
         reads_current=tuple(trial.reads_current or ()),
         factors=list(experiment.factors),
+        confirmation_id=trial.confirmation_id,
     )
 
 
