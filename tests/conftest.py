@@ -103,6 +103,7 @@ LAB_MODULES = (
     "tests/integration/test_demo_lab.py",
     "tests/integration/test_lab.py",
     "tests/integration/test_lab_cancel.py",
+    "tests/integration/test_confirm_lab.py",
     "tests/worker/test_wan_lab.py",
     "tests/worker/test_galera.py",
 )

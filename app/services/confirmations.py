@@ -103,7 +103,12 @@ async def start(
             reason=f"{fewest} pairs: the configuration to deploy is today's, so there is no"
             " gain to detect; the pairs show whether the two measure alike.",
         )
-    pairs = request.pairs if request.pairs is not None else plan.pairs
+    pairs = plan.pairs
+    if request.pairs is not None:
+        pairs = request.pairs
+        plan = dataclasses.replace(
+            plan, reason=f"{pairs} pairs, as asked. Planned from the noise: {plan.reason}"
+        )
     row = Confirmation(
         experiment_id=experiment_id,
         status=ConfirmationStatus.RUNNING,

@@ -362,8 +362,8 @@ def confirmation(
 ) -> Confirmation:
     """The gain of `candidate` over `baseline`, pair i being (candidate[i], baseline[i]), with
     the model's `prediction` for the candidate checked when given; `unit` is written after
-    response values in the sentence ("ms"). DomainError("pairs", ...) when the lengths differ,
-    for fewer than 2 pairs or differences all equal (no spread to test by, as R refuses),
+    response values in the sentence ("ms"). DomainError("pairs", ...) when the lengths differ
+    or for fewer than 2 pairs (differences all equal give the test's limit: p 0, or 1 for none),
     DomainError("goal", ...) for a goal other than maximize/minimize, and a non-finite run
     refused naming it ("candidate.3": pair 4's candidate run)."""
     goal = check_goal(goal)
@@ -374,14 +374,13 @@ def confirmation(
     differences = sign * (ours - theirs)
     gain = _mean_interval(differences)
     se = gain.sd / math.sqrt(len(differences))
-    if se == 0 or se < 10 * np.finfo(float).eps * abs(gain.mean):
-        raise DomainError(
-            "pairs", "the pair differences are all equal: the paired t-test has no spread to"
-            " judge them by; run more pairs"
-        )  # fmt: skip
-    t = gain.mean / se
     df = len(differences) - 1
-    p = float(2 * scipy.stats.t.sf(abs(t), df))
+    if se == 0 or se < 10 * np.finfo(float).eps * abs(gain.mean):
+        # Every pair differed alike (a target without run-to-run noise): the limit of the test.
+        t, p = math.copysign(math.inf, gain.mean) if gain.mean else 0.0, float(gain.mean == 0)
+    else:
+        t = gain.mean / se
+        p = float(2 * scipy.stats.t.sf(abs(t), df))
     pct, pct_low, pct_high, method = _relative(ours, theirs, sign, gain)
     check = None if prediction is None else model_check(prediction, ours.tolist())
     found = Confirmation(
@@ -449,8 +448,9 @@ def _gain_sentence(found: Confirmation) -> str:
         change = ("+" if sign * middle > 0 else "") + significant(sign * middle, digits)
         spread = _span(*sorted((sign * low, sign * high)), digits, after)
         return (
-            f"{lead} did not differ clearly from today's: {found.response} changed by {change}{after}"
-            f" (95 % CI {spread}, {found.pairs} interleaved pairs, p {_p_text(found.p_value)})."
+            f"{lead} did not differ clearly from today's:"
+            f" {found.response} changed by {change}{after} (95 % CI {spread},"
+            f" {found.pairs} interleaved pairs, p {_p_text(found.p_value)})."
         )
     better = found.gain > 0
     size, size_low, size_high = (middle, low, high) if better else (-middle, -high, -low)

@@ -329,7 +329,8 @@ def test_no_clear_difference_says_so_with_the_responses_own_change():
     found = confirmation(candidate, BASELINE_TPS, response="tps", goal="maximize")
     assert not found.significant and found.gain_pct_low < 0 < found.gain_pct_high
     pattern = (
-        r"The recommended configuration did not differ clearly from today's: tps changed by ([+-]?[\d.]+) %"
+        r"The recommended configuration did not differ clearly from today's:"
+        r" tps changed by ([+-]?[\d.]+) %"
         r" \(95 % CI (-[\d.]+) to ([\d.]+) %, 6 interleaved pairs, p = ([\d.]+)\)\."
     )
     matched = re.fullmatch(pattern, found.sentence)
@@ -376,10 +377,20 @@ def test_a_baseline_mean_of_zero_has_no_percent_and_the_sentence_gives_the_diffe
         ([1.0, 2.0], [1.5, "fast"], "maximize", "baseline.1"),
         ([1.0, 2.0, float("nan")], [1.5, 2.6, 3.0], "maximize", "candidate.2"),
         ([1.0, 2.0], [float("inf"), 2.6], "minimize", "baseline.0"),
-        ([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], "maximize", "pairs"),  # differences all equal
     ],
 )
 def test_bad_runs_are_refused_naming_the_field(candidate, baseline, goal, field):
     with pytest.raises(DomainError) as refused:
         confirmation(candidate, baseline, response="tps", goal=goal)
     assert refused.value.field == field
+
+
+def test_pairs_that_all_differ_alike_give_the_tests_limit():
+    """A target without run-to-run noise: every pair differs by the same amount. The interval
+    shrinks to that difference and p is 0 (1 when the difference is 0)."""
+    found = confirmation([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], response="tps", goal="minimize")
+    assert found.gain == found.gain_low == found.gain_high == pytest.approx(0.5)
+    assert found.p_value == 0.0 and found.t == math.inf and found.significant
+    same = confirmation([2.0, 3.0], [2.0, 3.0], response="tps", goal="maximize")
+    assert same.gain == 0.0 and same.p_value == 1.0 and not same.significant
+    assert "did not differ clearly" in same.sentence

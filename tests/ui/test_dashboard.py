@@ -246,6 +246,32 @@ def test_accepting_a_suggestion_runs_a_new_trial(browse: Browse, client: Client)
     browse.assert_stayed_home()
 
 
+def test_the_confirm_button_runs_the_answer_against_today_and_opens_with_the_sentence(
+    browse: Browse, client: Client
+):
+    baseline = {"nodes": 1, "threads_per_client": 2}
+    experiment = run(client, QUICKSTART | {"baseline": baseline}, "simulated", "to confirm")
+    page = browse.page
+    browse.open(f"#/experiments/{experiment['id']}")
+    expect(page.locator("#baseline")).to_contain_text("nodes=1, threads_per_client=2")
+    expect(page.locator("#confirmation-summary")).to_contain_text("Not confirmed")
+    page.click("#confirm")
+    expect(page.locator("#confirm-result")).to_contain_text("pairs queued")
+    # The page follows the pairs and then opens with the sentence to paste.
+    sentence = page.locator("#confirmation-sentence")
+    expect(sentence).to_contain_text("than today's (95 % CI", timeout=60_000)
+    browse.shot("confirmed")
+    assert sentence.inner_text() == client.confirmations(experiment["id"])[0]["sentence"]
+    browse.assert_stayed_home()
+
+
+def test_a_confirm_without_a_baseline_shows_why(browse: Browse, finished: dict):
+    page = browse.page
+    browse.open(f"#/experiments/{finished['id']}")
+    expect(page.locator("#baseline")).to_contain_text("No baseline named")
+    expect(page.locator("#confirm")).to_be_disabled()
+
+
 def test_fresh_replicates_are_asked_for_at_the_start_and_for_the_loop(
     browse: Browse, client: Client
 ):
