@@ -8,11 +8,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from client.cells import config_text
-from client.console import WaitTimeoutError
+from client.console import WaitTimeoutError, progress_columns
 from client.http import Client
 
 Json = dict[str, Any]
@@ -44,15 +44,8 @@ def follow(
 ) -> Json:
     """A progress bar of the confirmation's runs until it ended; returns it then. Raises
     WaitTimeoutError after `timeout` seconds."""
-    columns = (
-        TextColumn("[bold]pairs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-    )
     deadline = time.monotonic() + timeout
-    with Progress(*columns, console=console) as progress:
+    with Progress(*progress_columns("pairs"), console=console) as progress:
         task = progress.add_task("pairs", total=None, detail="")
         while True:
             if check_alive is not None:

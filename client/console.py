@@ -13,7 +13,14 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from client.cells import config_text, facts_table, listed, num, shorten, sig
@@ -98,6 +105,18 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60} min"
 
 
+def progress_columns(label: str) -> tuple[ProgressColumn, ...]:
+    """The columns of a progress bar of runs: `label`, the bar, done of all, what the last run
+    said, the time elapsed."""
+    return (
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+    )
+
+
 def follow(
     client: Client,
     experiment_id: int,
@@ -116,15 +135,8 @@ def follow(
     `check_alive` is called before every poll (the demo checks its API and worker processes).
     Raises WaitTimeoutError after `timeout` seconds.
     """
-    columns = (
-        TextColumn("[bold]trials"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-    )
     deadline = time.monotonic() + timeout
-    with Progress(*columns, console=console) as progress:
+    with Progress(*progress_columns("trials"), console=console) as progress:
         task = progress.add_task("trials", total=None, detail="")
         while True:
             if check_alive is not None:
