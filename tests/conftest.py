@@ -99,11 +99,12 @@ NOT_FAST = (
 
 # The modules that run the suite's lab cluster (`suite_lab_layout`), first and in this order: the
 # demo's first trial bootstraps it; test_galera ends by wiping it (its own bootstrap test).
+# test_confirm_lab runs beside them, on the other worker's lab cluster (each xdist worker's
+# session has a `suite_lab_layout` of its own): its assertions hold whatever else runs.
 LAB_MODULES = (
     "tests/integration/test_demo_lab.py",
     "tests/integration/test_lab.py",
     "tests/integration/test_lab_cancel.py",
-    "tests/integration/test_confirm_lab.py",
     "tests/worker/test_wan_lab.py",
     "tests/worker/test_galera.py",
 )

@@ -69,6 +69,8 @@ def test_threads_eight_against_one_confirm_a_gain_with_the_read_baseline(service
     assert started["baseline"] == first["config"]
     assert started["candidate"]["threads_per_client"] == 8
     assert started["plan"]["power"] >= 0.8 and 3 <= started["pairs"] <= 6
+    # Every run in a fresh cluster state, where the target can give one (this one always can).
+    assert started["plan"]["fresh"] and all(t["restart_first"] for t in started["trials"])
     ended = wait_for_confirmation(service, created["id"], started["id"])
     assert ended["status"] == "finished", ended
     result = ended["result"]

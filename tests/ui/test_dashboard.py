@@ -262,6 +262,9 @@ def test_the_confirm_button_runs_the_answer_against_today_and_opens_with_the_sen
     expect(sentence).to_contain_text("than today's (95 % CI", timeout=60_000)
     browse.shot("confirmed")
     assert sentence.inner_text() == client.confirmations(experiment["id"])[0]["sentence"]
+    # The analysis names today's configuration beside the answer to deploy.
+    page.click("button[data-tab=analysis]")
+    expect(page.locator("#analysis-baseline")).to_contain_text("Today's configuration (nodes=1")
     browse.assert_stayed_home()
 
 

@@ -20,6 +20,7 @@ export function deployCard(analysis) {
     answer ? [
       h("p", { class: "big deploy-summary" }, answer.summary),
       h("p", { class: "muted small" }, answer.reason),
+      analysis.baseline ? h("p", { id: "analysis-baseline" }, analysis.baseline.summary) : null,
       answer.caveats.map((c) => h("p", { class: "warning" }, c)),
       answer.alternatives.length ? h("div", {},
         h("p", { class: "muted" }, "Not the answer, for comparison:"),
