@@ -141,7 +141,7 @@ BY_SCHEMA: dict[str, str] = {
     "DeployAnswer.model": "the regression model's prediction at the answer, with its intervals",
     "DeployAnswer.caveats": "where the answer does not reach, e.g. a factor no run varied",
     "DeployAnswer.alternatives": "the other configurations a report names, each labelled",
-    "Candidate.kind": "predicted_optimum, best_run, best_mean, or noise_level (the answer at one level)",
+    "Candidate.kind": "predicted_optimum, best_run, best_mean, or noise_level (one level's answer)",
     "Candidate.label": "what the configuration is, in words (e.g. not yet measured)",
     "Candidate.measured": "the runs that measured it (null: never measured)",
     "Candidate.model": "the regression model's prediction there, with its intervals",
