@@ -3,9 +3,9 @@ cluster: how many randomized, interleaved pairs to run (one pair = one run of ea
 order), in which order, and what they showed: the gain with its 95 % confidence interval, the
 paired t-test, and whether the regression model's prediction for the candidate held.
 
-A pair's two runs share the cluster's state of the moment, so the test is on the pair
-differences (Student 1908; R's ``t.test(x, y, paired = TRUE)``). Results are frozen dataclasses
-whose `as_dict()` is JSON-friendly (None, never NaN).
+A pair's two runs share the cluster's state of the moment, so the test is paired (Student 1908;
+R's ``t.test(x, y, paired = TRUE)``): on the log ratios of positive throughput, whose noise
+scales with its level, else on the differences. `as_dict()` is JSON-friendly (never NaN).
 """
 
 from __future__ import annotations
@@ -52,13 +52,11 @@ __all__ = [
 
 def _plain(value: object) -> object:
     """`value` with every non-finite float replaced by None, dicts and lists walked."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @dataclass(frozen=True)
@@ -296,17 +294,14 @@ def model_check(prediction: PredictionAt, observed: Sequence[float]) -> ModelChe
 @dataclass(frozen=True)
 class Confirmation:
     """What the confirmation pairs of `response` (optimized to `goal`) showed. `gain` is the
-    mean of the pair differences signed so positive is better for the goal (candidate -
-    baseline to maximize, baseline - candidate to minimize), `gain_low`-`gain_high` its 95 %
-    t interval; `t`, `df` and `p_value` the two-sided paired t-test of those signed differences
-    (to maximize, R's ``t.test(candidate, baseline, paired = TRUE)``; to minimize, t has the
-    other sign). `gain_pct` is the gain relative to the baseline in percent, by `pct_method`:
-    "log_ratio" when every value is positive (the paired t on log(candidate / baseline),
-    100 * (exp(mean) - 1) and the interval's ends likewise, signed for the goal),
-    "difference_over_baseline_mean" otherwise (gain and ends over |baseline mean|), or
-    "undefined" (nan) when the baseline mean is 0. `significant`: the gain's interval excludes
-    0. `sd_difference` is the sd of one pair's difference, for planning the next confirmation.
-    `sentence` says it for a change ticket."""
+    mean of the pair differences signed so positive is better for the goal, `gain_low`-
+    `gain_high` its 95 % t interval. `gain_pct` is the gain in percent of the baseline by
+    `pct_method`: "log_ratio" when every value is positive (the t interval of log(candidate /
+    baseline), as 100 * (exp(x) - 1), signed for the goal), "difference_over_baseline_mean"
+    otherwise, "undefined" (nan) for a baseline mean of 0. `t`, `df`, `p_value` and
+    `significant` (p below 0.05) are the two-sided paired t-test on the scale of that percent:
+    the log ratios, or the signed differences (R's ``t.test(paired = TRUE)``). `sd_difference`
+    is the sd of one pair's difference; `sentence` says it all for a change ticket."""
 
     response: str
     goal: str
@@ -373,26 +368,32 @@ def confirmation(
     sign = 1.0 if goal == "maximize" else -1.0
     differences = sign * (ours - theirs)
     gain = _mean_interval(differences)
-    se = gain.sd / math.sqrt(len(differences))
-    df = len(differences) - 1
-    if se == 0 or se < 10 * np.finfo(float).eps * abs(gain.mean):
-        # Every pair differed alike (a target without run-to-run noise): the limit of the test.
-        t, p = math.copysign(math.inf, gain.mean) if gain.mean else 0.0, float(gain.mean == 0)
-    else:
-        t = gain.mean / se
-        p = float(2 * scipy.stats.t.sf(abs(t), df))
     pct, pct_low, pct_high, method = _relative(ours, theirs, sign, gain)
+    # The test is on the scale of the interval the sentence gives: the log ratios when every
+    # run is above 0 (throughput noise scales with the level), else the differences (as R).
+    tested = sign * np.log(ours / theirs) if method == "log_ratio" else differences
+    t, p, df = _paired_t(tested)
     check = None if prediction is None else model_check(prediction, ours.tolist())
     found = Confirmation(
         response=response, goal=goal, pairs=len(ours),
         candidate_mean=float(ours.mean()), baseline_mean=float(theirs.mean()),
         gain=gain.mean, gain_low=gain.low, gain_high=gain.high,
         gain_pct=pct, gain_pct_low=pct_low, gain_pct_high=pct_high, pct_method=method,
-        t=float(t), df=df, p_value=p, significant=bool(gain.low > 0 or gain.high < 0),
+        t=float(t), df=df, p_value=p, significant=bool(p < 1.0 - CONFIDENCE),
         sd_difference=gain.sd, model_check=check, unit=unit, sentence="",
     )  # fmt: skip
     sentence = " ".join(filter(None, [_gain_sentence(found), _check_sentence(found)]))
     return replace(found, sentence=sentence)
+
+
+def _paired_t(values: np.ndarray) -> tuple[float, float, int]:
+    """Two-sided t-test of `values` against 0: t, p, df (all alike: the limit, p 0, or 1 at 0)."""
+    mean, df = float(values.mean()), len(values) - 1
+    se = float(values.std(ddof=1)) / math.sqrt(len(values))
+    if se == 0 or se < 10 * np.finfo(float).eps * abs(mean):
+        return (math.copysign(math.inf, mean) if mean else 0.0), float(mean == 0), df
+    t = mean / se
+    return t, float(2 * scipy.stats.t.sf(abs(t), df)), df
 
 
 def _checked_pairs(

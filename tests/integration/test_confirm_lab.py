@@ -101,7 +101,7 @@ def test_a_known_better_setting_confirms_on_the_lab(service: Client, measured: t
     ended = wait_for_confirmation(service, created["id"], started["id"], timeout=300)
     assert ended["status"] == "finished", ended
     result = ended["result"]
-    assert result["significant"] and result["gain_low"] > 0, result
+    assert result["significant"] and result["gain_pct_low"] > 0, result
     assert "% faster than today's" in ended["sentence"]
     check_interleaved(ended)
 
