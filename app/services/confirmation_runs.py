@@ -12,6 +12,7 @@ once, and the result comes from every pair. A confirmation whose count was fixed
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 from sqlalchemy import select
@@ -131,8 +132,7 @@ def _more_pairs(row: Confirmation, pairs: dict[int, dict[str, float]]) -> int:
     plan = row.plan
     if plan.get("fixed") or plan.get("stage", 1) > 1 or len(pairs) < 2:
         return 0
-    differences = [arms["candidate"] - arms["baseline"] for arms in pairs.values()]
-    spread = _sd(differences)
+    spread = _spread(pairs)
     gain = plan.get("predicted_gain") or 0.0
     if spread <= 0.0 or gain == 0.0:
         return 0
@@ -147,16 +147,15 @@ def _more_pairs(row: Confirmation, pairs: dict[int, dict[str, float]]) -> int:
     return replanned.pairs - row.pairs
 
 
-def _sd(values: Sequence[float]) -> float:
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+def _spread(pairs: dict[int, dict[str, float]]) -> float:
+    """The sample standard deviation of the pairs' differences (candidate - baseline)."""
+    return statistics.stdev(arms["candidate"] - arms["baseline"] for arms in pairs.values())
 
 
 def _grown(row: Confirmation, pairs: dict[int, dict[str, float]], more: int) -> str:
-    differences = [arms["candidate"] - arms["baseline"] for arms in pairs.values()]
     return (
         f"{row.plan.get('reason', '')} After {row.pairs} pairs the spread of their differences"
-        f" (sd {_sd(differences):.4g} {row.response}) called for more: {more} more pairs were"
+        f" (sd {_spread(pairs):.4g} {row.response}) called for more: {more} more pairs were"
         " run (an internal pilot: the count re-estimated once from the pairs themselves)."
     ).strip()
 
